@@ -1,0 +1,743 @@
+/*
+ * rhashtable: the Linux kernel's resizable, RCU-protected hash table, in
+ * userspace on liburcu (urcu-memb). The API and its semantics follow the
+ * kernel's (see shared/seeds/000-article.md); differences are listed below.
+ *
+ * Objects embed a struct rhash_head (or struct rhlist_head for an rhltable).
+ * Functions take the address of that linkage and return the address of the
+ * object. Errors are negative errno values; functions that return an object
+ * return ERR_PTR(-errno) on failure (see err.h).
+ *
+ * CONCURRENCY CONTRACT
+ *
+ * Threads. Every thread that calls a function of this header must be
+ * registered with RCU (rhkv_rcu_register_thread() in rcu.h). All functions
+ * except init and destroy may run concurrently with each other, on the same
+ * or different keys, from any number of threads.
+ *
+ * Read lock. rhashtable_lookup() and rhltable_lookup() must be called inside
+ * an RCU read-side section, and the object they return may only be used until
+ * that section ends (unless the caller holds its own reference). Every other
+ * function takes the read lock itself; it may also be called inside a
+ * read-side section. Nothing here blocks for a grace period, so any function
+ * but destroy may be called with the read lock held.
+ *
+ * Readers (lookups) take no lock, execute no atomic read-modify-write and
+ * write no shared memory: they are a read-side section and plain (acquire)
+ * loads. Writers (insert, remove, replace) lock one bucket at a time; writers
+ * on different buckets never contend. A bucket lock spins briefly, then
+ * sleeps on a futex, so a preempted holder does not burn the other CPUs.
+ *
+ * Publication and ordering. An insert publishes the object with a release
+ * store, and lookups read chain pointers with acquire loads: whatever the
+ * caller wrote to an object before inserting it is visible to every thread
+ * that finds it. A successful insert, remove or replace implies a full
+ * release of the caller's prior writes; a failed one implies nothing.
+ *
+ * Freeing. Removal unlinks an object but readers may still be looking at
+ * it, or be about to follow its rhash_head.next: an unlinked object (and its
+ * next pointer) must stay valid until a grace period has elapsed, so free it
+ * with rhkv_rcu_call() or after rhkv_rcu_synchronize(), never directly. The
+ * table never frees objects except through free_and_destroy's free_fn.
+ *
+ * Resizing. A worker thread per table grows it above 75% load and, with
+ * automatic_shrinking, shrinks it below 30% (at most 4x per step). Entries are
+ * moved bucket by bucket into a future table while readers and writers go on;
+ * a lookup never misses an object that is in the table during a resize. The
+ * old table is freed after a grace period. Inserts never wait for a resize.
+ *
+ * Hashing. The default hash is SipHash-1-3 keyed with a random 128-bit
+ * secret. The secret is kept for the table's whole life (the kernel picks a
+ * new seed for every new bucket table; we do not, so that a bucket's position
+ * stays meaningful across grows and shrinks, which the cursor scan relies
+ * on). If an insert finds a chain longer than RHT_ELASTICITY at a sane load,
+ * the worker rehashes at the same size with a new secret (hash flooding
+ * defence, at most one such re-seed per second) and the table's generation
+ * number increases. A user hashfn receives a 32-bit seed derived from the
+ * secret, as in the kernel.
+ *
+ * Differences from the kernel: nelem_hint and min_size are unsigned int
+ * (the kernel's u16 is too small for a cache); when key_len is 0 a hashfn for
+ * keys is required; inserts never return -EBUSY (the kernel returns it only
+ * when an insert needs a synchronous rehash while another is running, and
+ * ours never need one: growth is always done by the worker), and a chain
+ * may exceed 16 entries for the short time before the re-seed completes.
+ * Inserting an object that is already in the table is a bug; debug builds
+ * catch it with an assertion when the object is in the chain walked.
+ */
+#ifndef RHKV_COMMON_RHASHTABLE_H
+#define RHKV_COMMON_RHASHTABLE_H
+
+#include <assert.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "err.h"
+#include "rcu.h"
+#include "siphash.h"
+
+/* Chain length above which an insert asks for a re-seed. */
+#define RHT_ELASTICITY 16
+/* Smallest table and table size without nelem_hint, as the kernel. */
+#define RHT_MIN_SIZE	 4u
+#define RHT_DEFAULT_SIZE 64u
+/* Largest table: bucket indexes are taken from a 32-bit hash. */
+#define RHT_MAX_SIZE (1u << 31)
+
+/* Linkage embedded in every object of an rhashtable. */
+struct rhash_head {
+	_Atomic(struct rhash_head *) next;
+};
+
+/* Linkage for an rhltable: objects with equal keys hang off one chain entry. */
+struct rhlist_head {
+	struct rhash_head rhead;
+	_Atomic(struct rhlist_head *) next;
+};
+
+struct rhashtable;
+
+struct rhashtable_compare_arg {
+	struct rhashtable *ht;
+	const void *key;
+};
+
+typedef uint32_t (*rht_hashfn_t)(const void *data, uint32_t len,
+				 uint32_t seed);
+typedef uint32_t (*rht_obj_hashfn_t)(const void *data, uint32_t len,
+				     uint32_t seed);
+typedef int (*rht_obj_cmpfn_t)(struct rhashtable_compare_arg *arg,
+			       const void *obj);
+
+struct rhashtable_params {
+	unsigned int nelem_hint;  /* expected elements: sizes the first table */
+	uint16_t key_len;	  /* bytes of key; 0: use obj_hashfn */
+	uint16_t key_offset;	  /* offset of the key in the object */
+	uint16_t head_offset;	  /* offset of the rhash_head in the object */
+	unsigned int max_size;	  /* largest table (buckets); 0: no bound */
+	unsigned int min_size;	  /* smallest table (buckets) */
+	bool automatic_shrinking; /* shrink below 30% load */
+	rht_hashfn_t hashfn;	  /* hash of a key; default SipHash-1-3 */
+	rht_obj_hashfn_t obj_hashfn; /* hash of an object (key_len 0) */
+	rht_obj_cmpfn_t obj_cmpfn;   /* 0 when the object has the key */
+};
+
+/*
+ * One array of buckets. A bucket word holds the first entry of its chain
+ * and, in its two low bits, the bucket lock (RHT_LOCKED, RHT_WAITERS). The
+ * chain ends with NULL. While the table is being resized, future_tbl points
+ * at the table its entries are moving to; buckets below `rehash` are done.
+ */
+struct bucket_table {
+	unsigned int size; /* a power of two */
+	unsigned int mask; /* size - 1 */
+	uint32_t seed;	   /* seed given to a user hashfn */
+	uint32_t generation;
+	struct siphash_key secret;
+	_Atomic(struct bucket_table *) future_tbl;
+	_Atomic unsigned int rehash;
+	void *walkers; /* walkers parked on this table, under ctl->lock */
+	_Atomic uintptr_t buckets[];
+};
+
+#define RHT_LOCKED    ((uintptr_t)1)
+#define RHT_WAITERS   ((uintptr_t)2)
+#define RHT_LOCK_BITS (RHT_LOCKED | RHT_WAITERS)
+
+struct rhashtable__ctl; /* worker, walkers, counters: rhashtable.c */
+
+struct rhashtable {
+	_Atomic(struct bucket_table *) tbl; /* oldest table of the chain */
+	struct rhashtable_params p;
+	unsigned int key_len;
+	unsigned int max_elems; /* 0: unbounded */
+	bool rhlist;
+	struct rhashtable__ctl *ctl;
+};
+
+struct rhltable {
+	struct rhashtable ht;
+};
+
+/* ---- internal helpers shared with rhashtable.c (rht__ tier) ---- */
+
+void rht__bucket_lock_slow(_Atomic uintptr_t *bucket);
+void rht__bucket_wake(_Atomic uintptr_t *bucket);
+/* Counts an insert (+1) or remove (-1); may schedule a resize. */
+void rht__count_add(struct rhashtable *ht, long delta);
+/* Whether an insert must fail with -E2BIG. */
+bool rht__too_many(struct rhashtable *ht);
+/* Called by an insert that walked a chain longer than RHT_ELASTICITY. */
+void rht__chain_too_long(struct rhashtable *ht, struct bucket_table *tbl);
+
+static inline void rht__bucket_lock(_Atomic uintptr_t *bucket)
+{
+	uintptr_t v = atomic_load_explicit(bucket, memory_order_relaxed);
+
+	v &= ~RHT_LOCK_BITS;
+	/* acquire: pairs with the release in rht__bucket_unlock. */
+	if (atomic_compare_exchange_weak_explicit(bucket, &v, v | RHT_LOCKED,
+						  memory_order_acquire,
+						  memory_order_relaxed))
+		return;
+	rht__bucket_lock_slow(bucket);
+}
+
+static inline void rht__bucket_unlock(_Atomic uintptr_t *bucket)
+{
+	/* release: publishes the critical section to the next holder. */
+	uintptr_t old = atomic_fetch_and_explicit(bucket, ~RHT_LOCK_BITS,
+						  memory_order_release);
+
+	if (old & RHT_WAITERS)
+		rht__bucket_wake(bucket);
+}
+
+/* First entry of a chain, for readers: pairs with rht__bucket_set_first. */
+static inline struct rhash_head *
+rht__bucket_first(const _Atomic uintptr_t *bucket)
+{
+	uintptr_t v = atomic_load_explicit(bucket, memory_order_acquire);
+
+	return (struct rhash_head *)(v & ~RHT_LOCK_BITS);
+}
+
+/*
+ * Replaces the first entry of a locked bucket. XOR keeps the lock bits,
+ * which a waiter may change concurrently; release publishes the new entry.
+ */
+static inline void rht__bucket_set_first(_Atomic uintptr_t *bucket,
+					 struct rhash_head *old,
+					 struct rhash_head *new)
+{
+	atomic_fetch_xor_explicit(bucket, (uintptr_t)old ^ (uintptr_t)new,
+				  memory_order_release);
+}
+
+static inline struct rhash_head *rht__next(const struct rhash_head *he)
+{
+	/* acquire: pairs with the release store that linked the successor. */
+	return atomic_load_explicit(&he->next, memory_order_acquire);
+}
+
+/* Stores a chain pointer; release publishes the object it points to. */
+static inline void rht__set_next(struct rhash_head *he, struct rhash_head *to)
+{
+	atomic_store_explicit(&he->next, to, memory_order_release);
+}
+
+static inline void *rht_obj(const struct rhash_head *he,
+			    const struct rhashtable_params params)
+{
+	return (char *)he - params.head_offset;
+}
+
+static inline struct bucket_table *rht__first_table(struct rhashtable *ht)
+{
+	/* acquire: pairs with the worker's release when a resize completes. */
+	return atomic_load_explicit(&ht->tbl, memory_order_acquire);
+}
+
+static inline struct bucket_table *rht__future(struct bucket_table *tbl)
+{
+	/* acquire: pairs with the worker's release when it attaches a table. */
+	return atomic_load_explicit(&tbl->future_tbl, memory_order_acquire);
+}
+
+static inline uint32_t rht__key_hash(const struct rhashtable *ht,
+				     const struct bucket_table *tbl,
+				     const void *key,
+				     const struct rhashtable_params params)
+{
+	unsigned int len = params.key_len ? params.key_len : ht->key_len;
+
+	if (params.hashfn)
+		return params.hashfn(key, len, tbl->seed);
+	return (uint32_t)siphash13(&tbl->secret, key, len);
+}
+
+static inline uint32_t rht__obj_hash(const struct rhashtable *ht,
+				     const struct bucket_table *tbl,
+				     const struct rhash_head *he,
+				     const struct rhashtable_params params)
+{
+	const char *obj = rht_obj(he, params);
+
+	if (params.obj_hashfn)
+		return params.obj_hashfn(obj, ht->key_len, tbl->seed);
+	return rht__key_hash(ht, tbl, obj + params.key_offset, params);
+}
+
+static inline _Atomic uintptr_t *rht__bucket(struct bucket_table *tbl,
+					     uint32_t hash)
+{
+	return &tbl->buckets[hash & tbl->mask];
+}
+
+/* 0 when the object's key equals arg->key. */
+static inline int rht__key_cmp(struct rhashtable_compare_arg *arg,
+			       const struct rhash_head *he,
+			       const struct rhashtable_params params)
+{
+	const char *obj = rht_obj(he, params);
+
+	if (params.obj_cmpfn)
+		return params.obj_cmpfn(arg, obj);
+	return memcmp(obj + params.key_offset, arg->key,
+		      params.key_len ? params.key_len : arg->ht->key_len);
+}
+
+/* The chain entry with the key, or NULL; needs the RCU read lock. */
+static inline struct rhash_head *
+rht__lookup(struct rhashtable *ht, const void *key,
+	    const struct rhashtable_params params)
+{
+	struct rhashtable_compare_arg arg = { .ht = ht, .key = key };
+	struct bucket_table *tbl = rht__first_table(ht);
+
+	do {
+		uint32_t hash = rht__key_hash(ht, tbl, key, params);
+		struct rhash_head *he;
+
+		for (he = rht__bucket_first(rht__bucket(tbl, hash)); he;
+		     he = rht__next(he))
+			if (!rht__key_cmp(&arg, he, params))
+				return he;
+		/*
+		 * Not in this table. If a resize is moving entries, the one we
+		 * look for may already be in the future table: the mover links
+		 * it there before it unlinks it here, so reading the unlinked
+		 * chain (acquire) guarantees we see it there.
+		 */
+		tbl = rht__future(tbl);
+	} while (tbl);
+	return NULL;
+}
+
+/*
+ * Looks up key. The caller holds the RCU read lock, and may use the object
+ * until it drops it. Returns the object or NULL.
+ */
+static inline void *rhashtable_lookup(struct rhashtable *ht, const void *key,
+				      const struct rhashtable_params params)
+{
+	struct rhash_head *he = rht__lookup(ht, key, params);
+
+	return he ? rht_obj(he, params) : NULL;
+}
+
+/*
+ * Looks up key, taking the RCU read lock itself. The object may be removed
+ * and freed as soon as this returns: use it only if the caller knows it
+ * cannot be freed (its own reference, or no concurrent remover).
+ */
+static inline void *rhashtable_lookup_fast(struct rhashtable *ht,
+					   const void *key,
+					   const struct rhashtable_params params)
+{
+	void *obj;
+
+	rhkv_rcu_read_lock();
+	obj = rhashtable_lookup(ht, key, params);
+	rhkv_rcu_read_unlock();
+	return obj;
+}
+
+/*
+ * rhltable lookup: the list of all objects with key, or NULL. The caller
+ * holds the RCU read lock; walk the list with rhl_for_each_entry_rcu.
+ */
+static inline struct rhlist_head *
+rhltable_lookup(struct rhltable *hlt, const void *key,
+		const struct rhashtable_params params)
+{
+	struct rhash_head *he = rht__lookup(&hlt->ht, key, params);
+
+	return he ? (struct rhlist_head *)he : NULL;
+}
+
+static inline struct rhlist_head *rhl__next(const struct rhlist_head *list)
+{
+	/* acquire: pairs with the release that linked the list entry. */
+	return atomic_load_explicit(&list->next, memory_order_acquire);
+}
+
+/* Iterates `tpos` (an object pointer) over an rhltable_lookup() list. */
+#define rhl_for_each_entry_rcu(tpos, pos, list, member)                      \
+	for ((pos) = (list);                                                   \
+	     (pos) && ((tpos) = (__typeof__(tpos))((char *)(pos) -              \
+						   offsetof(__typeof__(*(tpos)), \
+							    member)),          \
+		      1);                                                      \
+	     (pos) = rhl__next(pos))
+
+/*
+ * In an rhltable, links obj into the list of the chain entry `he` (same key)
+ * by making obj the new chain entry; the bucket of `he` is locked and `pprev`
+ * is the pointer to `he` (a bucket word when bucket_first is true).
+ */
+static inline void rht__list_push(_Atomic uintptr_t *bucket,
+				  struct rhash_head *prev,
+				  struct rhash_head *he, struct rhash_head *obj)
+{
+	struct rhlist_head *list = (struct rhlist_head *)obj;
+
+	atomic_store_explicit(&list->next, (struct rhlist_head *)he,
+			      memory_order_relaxed);
+	atomic_store_explicit(&obj->next, rht__next(he), memory_order_relaxed);
+	/* release publishes both stores above with obj. */
+	if (prev)
+		rht__set_next(prev, obj);
+	else
+		rht__bucket_set_first(bucket, he, obj);
+}
+
+/*
+ * The insert engine. With key == NULL, inserts without looking for an equal
+ * key. Otherwise returns the object already holding key (not inserting),
+ * except in an rhltable, where obj joins that object's list. Returns NULL
+ * when obj was inserted, ERR_PTR(-E2BIG) at the element bound.
+ */
+static inline void *rht__insert(struct rhashtable *ht, const void *key,
+				struct rhash_head *obj,
+				const struct rhashtable_params params,
+				bool rhlist)
+{
+	struct rhashtable_compare_arg arg = { .ht = ht, .key = key };
+	struct bucket_table *tbl, *next;
+	void *ret = NULL;
+
+	rhkv_rcu_read_lock();
+	tbl = rht__first_table(ht);
+	for (;;) {
+		_Atomic uintptr_t *bucket =
+			rht__bucket(tbl, rht__obj_hash(ht, tbl, obj, params));
+		struct rhash_head *first, *he, *prev = NULL;
+		unsigned int chain = 0;
+
+		rht__bucket_lock(bucket);
+		first = rht__bucket_first(bucket);
+		for (he = first; he; prev = he, he = rht__next(he)) {
+			assert(he != obj && "object already in the table");
+			chain++;
+			if (!key || rht__key_cmp(&arg, he, params))
+				continue;
+			if (!rhlist) {
+				ret = rht_obj(he, params);
+				rht__bucket_unlock(bucket);
+				goto out;
+			}
+			rht__list_push(bucket, prev, he, obj);
+			rht__bucket_unlock(bucket);
+			rht__count_add(ht, 1);
+			goto out;
+		}
+		/*
+		 * Read under the bucket lock: if no resize had started when we
+		 * took it, the mover will take it after us and move obj too.
+		 */
+		next = rht__future(tbl);
+		if (next) {
+			rht__bucket_unlock(bucket);
+			tbl = next;
+			continue;
+		}
+		if (ht->max_elems && rht__too_many(ht)) {
+			rht__bucket_unlock(bucket);
+			ret = ERR_PTR(-E2BIG);
+			goto out;
+		}
+		atomic_store_explicit(&obj->next, first, memory_order_relaxed);
+		if (rhlist)
+			atomic_store_explicit(&((struct rhlist_head *)obj)->next,
+					      NULL, memory_order_relaxed);
+		rht__bucket_set_first(bucket, first, obj);
+		rht__bucket_unlock(bucket);
+		rht__count_add(ht, 1);
+		if (chain >= RHT_ELASTICITY)
+			rht__chain_too_long(ht, tbl);
+		break;
+	}
+out:
+	rhkv_rcu_read_unlock();
+	return ret;
+}
+
+/*
+ * Inserts obj without checking for an equal key: duplicates are possible.
+ * Returns 0, or -E2BIG at the element bound (2 * max_size).
+ */
+static inline int rhashtable_insert_fast(struct rhashtable *ht,
+					 struct rhash_head *obj,
+					 const struct rhashtable_params params)
+{
+	return (int)PTR_ERR(rht__insert(ht, NULL, obj, params, false));
+}
+
+/*
+ * Inserts obj (whose key is given separately) unless an object with an
+ * equal key is present. Returns NULL when inserted, the present object, or
+ * ERR_PTR(-E2BIG). For tables with obj_hashfn (key_len 0).
+ */
+static inline void *
+rhashtable_lookup_get_insert_key(struct rhashtable *ht, const void *key,
+				 struct rhash_head *obj,
+				 const struct rhashtable_params params)
+{
+	return rht__insert(ht, key, obj, params, false);
+}
+
+/* As above; returns 0, -EEXIST, or -E2BIG. */
+static inline int
+rhashtable_lookup_insert_key(struct rhashtable *ht, const void *key,
+			     struct rhash_head *obj,
+			     const struct rhashtable_params params)
+{
+	void *ret = rht__insert(ht, key, obj, params, false);
+
+	if (IS_ERR(ret))
+		return (int)PTR_ERR(ret);
+	return ret ? -EEXIST : 0;
+}
+
+/*
+ * Inserts obj unless an object with the same key is present. Returns NULL
+ * when inserted, the object already present, or ERR_PTR(-E2BIG).
+ */
+static inline void *
+rhashtable_lookup_get_insert_fast(struct rhashtable *ht, struct rhash_head *obj,
+				  const struct rhashtable_params params)
+{
+	const char *key = (const char *)rht_obj(obj, params) + params.key_offset;
+
+	return rht__insert(ht, key, obj, params, false);
+}
+
+/* As above; returns 0, -EEXIST, or -E2BIG. */
+static inline int
+rhashtable_lookup_insert_fast(struct rhashtable *ht, struct rhash_head *obj,
+			      const struct rhashtable_params params)
+{
+	const char *key = (const char *)rht_obj(obj, params) + params.key_offset;
+
+	return rhashtable_lookup_insert_key(ht, key, obj, params);
+}
+
+/*
+ * Unlinks obj from the locked chain of bucket. In an rhltable obj may be
+ * any member of a list. Returns 0, or -ENOENT when obj is not in the chain.
+ */
+static inline int rht__unlink(_Atomic uintptr_t *bucket,
+			      struct rhash_head *obj, bool rhlist)
+{
+	struct rhash_head *he, *prev = NULL;
+
+	for (he = rht__bucket_first(bucket); he; prev = he, he = rht__next(he)) {
+		struct rhlist_head *list = (struct rhlist_head *)he;
+		struct rhlist_head *lprev = NULL;
+		struct rhash_head *repl;
+
+		if (rhlist && he != obj) {
+			/* obj may be further down this entry's list. */
+			for (; list && &list->rhead != obj;
+			     lprev = list, list = rhl__next(list))
+				;
+			if (!list)
+				continue;
+			atomic_store_explicit(&lprev->next, rhl__next(list),
+					      memory_order_release);
+			return 0;
+		}
+		if (he != obj)
+			continue;
+		repl = rht__next(he);
+		if (rhlist && rhl__next(list)) {
+			/* The next list member becomes the chain entry. */
+			struct rhlist_head *heir = rhl__next(list);
+
+			atomic_store_explicit(&heir->rhead.next, repl,
+					      memory_order_relaxed);
+			repl = &heir->rhead;
+		}
+		if (prev)
+			rht__set_next(prev, repl);
+		else
+			rht__bucket_set_first(bucket, he, repl);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static inline int rht__remove(struct rhashtable *ht, struct rhash_head *obj,
+			      const struct rhashtable_params params,
+			      bool rhlist)
+{
+	struct bucket_table *tbl;
+	int err = -ENOENT;
+
+	rhkv_rcu_read_lock();
+	tbl = rht__first_table(ht);
+	do {
+		_Atomic uintptr_t *bucket =
+			rht__bucket(tbl, rht__obj_hash(ht, tbl, obj, params));
+
+		rht__bucket_lock(bucket);
+		err = rht__unlink(bucket, obj, rhlist);
+		rht__bucket_unlock(bucket);
+		/*
+		 * Not here: a resize may have moved it on. The mover held this
+		 * bucket's lock while moving, so after our lock it is there.
+		 */
+	} while (err && (tbl = rht__future(tbl)));
+	if (!err)
+		rht__count_add(ht, -1);
+	rhkv_rcu_read_unlock();
+	return err;
+}
+
+/*
+ * Unlinks obj. Returns 0, or -ENOENT if obj is not in the table. Free obj
+ * only after a grace period (see the contract above).
+ */
+static inline int rhashtable_remove_fast(struct rhashtable *ht,
+					 struct rhash_head *obj,
+					 const struct rhashtable_params params)
+{
+	return rht__remove(ht, obj, params, false);
+}
+
+/*
+ * Puts obj_new in the place of obj_old, atomically for readers: a lookup
+ * finds one or the other, never neither. Both must hash the same (the same
+ * key): -EINVAL otherwise. -ENOENT if obj_old is not in the table. obj_old
+ * is freed by the caller after a grace period.
+ */
+static inline int rhashtable_replace_fast(struct rhashtable *ht,
+					  struct rhash_head *obj_old,
+					  struct rhash_head *obj_new,
+					  const struct rhashtable_params params)
+{
+	struct bucket_table *tbl;
+	int err = -ENOENT;
+
+	rhkv_rcu_read_lock();
+	tbl = rht__first_table(ht);
+	do {
+		uint32_t hash = rht__obj_hash(ht, tbl, obj_old, params);
+		_Atomic uintptr_t *bucket = rht__bucket(tbl, hash);
+		struct rhash_head *he, *prev = NULL;
+
+		if (hash != rht__obj_hash(ht, tbl, obj_new, params)) {
+			err = -EINVAL;
+			break;
+		}
+		rht__bucket_lock(bucket);
+		for (he = rht__bucket_first(bucket); he;
+		     prev = he, he = rht__next(he)) {
+			if (he != obj_old)
+				continue;
+			atomic_store_explicit(&obj_new->next, rht__next(he),
+					      memory_order_relaxed);
+			/* release publishes obj_new and its next pointer. */
+			if (prev)
+				rht__set_next(prev, obj_new);
+			else
+				rht__bucket_set_first(bucket, he, obj_new);
+			err = 0;
+			break;
+		}
+		rht__bucket_unlock(bucket);
+	} while (err == -ENOENT && (tbl = rht__future(tbl)));
+	rhkv_rcu_read_unlock();
+	return err;
+}
+
+/*
+ * Sets up ht. Returns 0, -EINVAL for inconsistent params (no key_len and no
+ * obj_hashfn; obj_hashfn without obj_cmpfn; key_len 0 without hashfn;
+ * a key or head that does not fit the offsets), or -ENOMEM.
+ */
+int rhashtable_init(struct rhashtable *ht,
+		    const struct rhashtable_params *params);
+
+/*
+ * Stops the resize worker (a resize in flight stops between buckets),
+ * calls free_fn(obj, arg) on every object if free_fn is not NULL, and
+ * frees the table. No other call on ht may be running or follow; must not
+ * be called inside an RCU read-side section.
+ */
+void rhashtable_free_and_destroy(struct rhashtable *ht,
+				 void (*free_fn)(void *ptr, void *arg),
+				 void *arg);
+void rhashtable_destroy(struct rhashtable *ht);
+
+/* Number of objects in the table; exact when no writer is running. */
+unsigned long rhashtable_nelems(const struct rhashtable *ht);
+
+/* Buckets of the current table (the future one while resizing). */
+unsigned int rhashtable_size(struct rhashtable *ht);
+
+/* Number of flood-triggered re-seeds so far. */
+uint32_t rhashtable_generation(struct rhashtable *ht);
+
+struct rhashtable_stats {
+	unsigned long nelems;
+	unsigned int size; /* buckets, as rhashtable_size() */
+	uint32_t generation;
+	bool resizing;
+	unsigned long grows, shrinks, reseeds;
+	unsigned long alloc_failures; /* resizes skipped for lack of memory */
+};
+
+/* A snapshot of the table's figures, for statistics. */
+void rhashtable_get_stats(struct rhashtable *ht, struct rhashtable_stats *st);
+
+/* ---- rhltable: several objects per key ---- */
+
+int rhltable_init(struct rhltable *hlt, const struct rhashtable_params *params);
+
+/* Adds obj to the list of its key (creating it). Returns 0 or -E2BIG. */
+static inline int rhltable_insert_key(struct rhltable *hlt, const void *key,
+				      struct rhlist_head *list,
+				      const struct rhashtable_params params)
+{
+	return (int)PTR_ERR(rht__insert(&hlt->ht, key, &list->rhead, params,
+					true));
+}
+
+static inline int rhltable_insert(struct rhltable *hlt,
+				  struct rhlist_head *list,
+				  const struct rhashtable_params params)
+{
+	const char *key =
+		(const char *)rht_obj(&list->rhead, params) + params.key_offset;
+
+	return rhltable_insert_key(hlt, key, list, params);
+}
+
+/* Removes one object. Returns 0 or -ENOENT. Free it after a grace period. */
+static inline int rhltable_remove(struct rhltable *hlt,
+				  struct rhlist_head *list,
+				  const struct rhashtable_params params)
+{
+	return rht__remove(&hlt->ht, &list->rhead, params, true);
+}
+
+static inline void rhltable_free_and_destroy(struct rhltable *hlt,
+					     void (*free_fn)(void *ptr,
+							     void *arg),
+					     void *arg)
+{
+	rhashtable_free_and_destroy(&hlt->ht, free_fn, arg);
+}
+
+static inline void rhltable_destroy(struct rhltable *hlt)
+{
+	rhltable_free_and_destroy(hlt, NULL, NULL);
+}
+
+#endif
