@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and runs the whole test suite:
+#   1. formatting check (clang-format, the repo's .clang-format);
+#   2. the normal build, warnings as errors, every test;
+#   3. an ASan+UBSan build, every test (leaks and UB are errors);
+#   4. a TSan build, the stress tests (plain executables: criterion cannot
+#      start under TSan on Debian 12).
+# Ends with one line "N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+
+echo "== format: clang-format --dry-run --Werror"
+dirs=$(ls -d common proto server client tests 2>/dev/null)
+# shellcheck disable=SC2086
+find $dirs -name '*.[ch]' -print0 |
+	xargs -0 -r clang-format --dry-run --Werror
+
+passed=0
+failed=0
+# run_suite DIR [MESON_TEST_OPTIONS...]: runs meson test, adds up the counts.
+run_suite() {
+	local dir=$1 rc=0
+	shift
+	echo "== test: $dir $*"
+	meson test -C "$dir" --print-errorlogs "$@" || rc=$?
+	local log="$dir/meson-logs/testlog.json"
+	if [ -f "$log" ]; then
+		passed=$((passed + $(grep -c '"result": "OK"' "$log" || true)))
+		failed=$((failed + $(grep -vc '"result": "\(OK\|SKIP\)"' "$log" || true)))
+	fi
+	return $rc
+}
+
+status=0
+./scripts/build.sh build -Dwerror=true
+run_suite build || status=1
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+./scripts/build.sh build-asan -Dwerror=true --buildtype=debug \
+	-Db_sanitize=address,undefined -Db_lundef=false
+run_suite build-asan --timeout-multiplier 3 || status=1
+
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+./scripts/build.sh build-tsan -Dwerror=true --buildtype=debugoptimized \
+	-Db_sanitize=thread
+run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
+
+echo "$passed passed, $failed failed"
+exit $status
