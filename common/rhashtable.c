@@ -312,8 +312,8 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 			bool reseed)
 {
 	struct rhashtable__ctl *ctl = ht->ctl;
-	struct bucket_table *old = atomic_load_explicit(&ht->tbl,
-							memory_order_relaxed);
+	struct bucket_table *old =
+		atomic_load_explicit(&ht->tbl, memory_order_relaxed);
 	struct bucket_table *new_tbl;
 	struct siphash_key secret = old->secret;
 
@@ -342,6 +342,7 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 	pthread_mutex_lock(&ctl->lock);
 	/* release: pairs with rht__first_table(). */
 	atomic_store_explicit(&ht->tbl, new_tbl, memory_order_release);
+	rht__walkers_table_gone(old);
 	pthread_mutex_unlock(&ctl->lock);
 
 	if (reseed) {
@@ -372,14 +373,16 @@ static unsigned int roundup_pow2(unsigned long n)
 static int resize_step(struct rhashtable *ht)
 {
 	struct rhashtable__ctl *ctl = ht->ctl;
-	struct bucket_table *tbl = atomic_load_explicit(&ht->tbl,
-							memory_order_relaxed);
+	struct bucket_table *tbl =
+		atomic_load_explicit(&ht->tbl, memory_order_relaxed);
 	unsigned long n = rhashtable_nelems(ht);
 	unsigned int size = tbl->size;
 	bool reseed = false;
 
 	if (above_75(ht, n, tbl)) {
-		while (n > size / 4 * 3 && size < ht->p.max_size)
+		/* At most 4x per step, which bounds a cursor scan's step. */
+		while (n > size / 4 * 3 && size < ht->p.max_size &&
+		       size < tbl->size * 4)
 			size <<= 1;
 	} else if (below_30(ht, n, tbl)) {
 		size = roundup_pow2(n * 3 / 2);
@@ -407,7 +410,8 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&ctl->lock);
 	for (;;) {
-		while (!atomic_load_explicit(&ctl->stop, memory_order_relaxed) &&
+		while (!atomic_load_explicit(&ctl->stop,
+					     memory_order_relaxed) &&
 		       !atomic_load_explicit(&ctl->run_pending,
 					     memory_order_relaxed))
 			pthread_cond_wait(&ctl->cond, &ctl->lock);
@@ -434,8 +438,8 @@ static bool overlaps(unsigned int a, unsigned int alen, unsigned int b,
 
 static int check_params(const struct rhashtable_params *p, bool rhlist)
 {
-	size_t head_size = rhlist ? sizeof(struct rhlist_head)
-				  : sizeof(struct rhash_head);
+	size_t head_size =
+		rhlist ? sizeof(struct rhlist_head) : sizeof(struct rhash_head);
 
 	if (!p->key_len && !p->obj_hashfn)
 		return -EINVAL; /* nothing to hash an object with */

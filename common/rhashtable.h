@@ -56,6 +56,51 @@
  * number increases. A user hashfn receives a 32-bit seed derived from the
  * secret, as in the kernel.
  *
+ * WALKING
+ *
+ * rhashtable_walk_enter/exit bracket a walk; walk_next is called between
+ * walk_start (which takes the RCU read lock) and walk_stop (which drops it).
+ * Walks are safe against concurrent inserts, removes and resizes:
+ * - an object present for the whole of one start..stop section is returned
+ *   (objects inserted or removed meanwhile may or may not be);
+ * - after walk_stop and walk_start, the walk resumes right after the last
+ *   object returned if that object is still in the same table; if it was
+ *   removed meanwhile, the walk resumes at the same count of objects into the
+ *   bucket, which may skip or repeat some of that bucket's objects;
+ * - when a resize moves objects during a started walk, the walk finishes the
+ *   old table, returns ERR_PTR(-EAGAIN) once, and walks the new table; when
+ *   a resize completed while the walk was stopped, the next walk_next returns
+ *   ERR_PTR(-EAGAIN) once and the walk restarts in the new table. Either way
+ *   objects may be returned twice but none present throughout is missed.
+ * The object returned may be used until walk_stop; to keep it longer, take
+ * a reference (the table does not count references).
+ *
+ * CURSOR SCAN
+ *
+ * rhashtable_scan() needs no state between calls: the 64-bit cursor is the
+ * state. It visits buckets in reverse-binary order (as Redis' dictScan): for
+ * cursor position v, with m the mask of the smallest table of the resize
+ * chain, it visits bucket v & m there and every bucket congruent to v modulo
+ * m + 1 in each larger table, oldest table first, all in one RCU read-side
+ * section, then advances v by a reverse-binary increment under m. Because a
+ * grow or shrink keeps the hash secret, bucket v's entries always land in
+ * buckets congruent to v, so:
+ * - every object that stays in the table for a whole scan (from cursor 0
+ *   until 0 is returned) is reported at least once, whatever grows and
+ *   shrinks happen in between;
+ * - no object that was never in the table is reported; duplicates are
+ *   possible (more of them when the table shrinks during the scan);
+ * - one call visits at most 10 * count buckets (a step visits at most 5,
+ *   as the worker grows and shrinks at most 4x at a time), and reports
+ *   every object of the steps it takes, so it may report more than count.
+ * The cursor carries the table's generation. A re-seed (hash flooding
+ * defence) moves every object to an unrelated bucket, so a cursor from an
+ * older generation restarts the scan from position 0 (objects may then be
+ * reported twice, none is missed from the restarted scan), and while the
+ * re-seeding rehash is in flight a call reports nothing and returns the
+ * same position (as a non-zero cursor even for position 0: only a finished
+ * scan returns 0).
+ *
  * Differences from the kernel: nelem_hint and min_size are unsigned int
  * (the kernel's u16 is too small for a cache); when key_len is 0 a hashfn for
  * keys is required; inserts never return -EBUSY (the kernel returns it only
@@ -79,6 +124,8 @@
 #include "err.h"
 #include "rcu.h"
 #include "siphash.h"
+
+struct rhashtable_walker;
 
 /* Chain length above which an insert asks for a re-seed. */
 #define RHT_ELASTICITY 16
@@ -106,8 +153,7 @@ struct rhashtable_compare_arg {
 	const void *key;
 };
 
-typedef uint32_t (*rht_hashfn_t)(const void *data, uint32_t len,
-				 uint32_t seed);
+typedef uint32_t (*rht_hashfn_t)(const void *data, uint32_t len, uint32_t seed);
 typedef uint32_t (*rht_obj_hashfn_t)(const void *data, uint32_t len,
 				     uint32_t seed);
 typedef int (*rht_obj_cmpfn_t)(struct rhashtable_compare_arg *arg,
@@ -140,8 +186,15 @@ struct bucket_table {
 	struct siphash_key secret;
 	_Atomic(struct bucket_table *) future_tbl;
 	_Atomic unsigned int rehash;
-	void *walkers; /* walkers parked on this table, under ctl->lock */
+	struct rhashtable_walker *walkers; /* stopped walks, ctl->lock */
 	_Atomic uintptr_t buckets[];
+};
+
+/* A stopped walk, parked on its table so a resize can tell it. */
+struct rhashtable_walker {
+	struct rhashtable_walker *next;
+	struct rhashtable_walker **pprev;
+	struct bucket_table *tbl; /* NULL: the table went away, restart */
 };
 
 #define RHT_LOCKED    ((uintptr_t)1)
@@ -214,7 +267,7 @@ static inline void rht__bucket_set_first(_Atomic uintptr_t *bucket,
 					 struct rhash_head *old,
 					 struct rhash_head *new)
 {
-	atomic_fetch_xor_explicit(bucket, (uintptr_t)old ^ (uintptr_t)new,
+	atomic_fetch_xor_explicit(bucket, (uintptr_t)old ^ (uintptr_t) new,
 				  memory_order_release);
 }
 
@@ -335,9 +388,9 @@ static inline void *rhashtable_lookup(struct rhashtable *ht, const void *key,
  * and freed as soon as this returns: use it only if the caller knows it
  * cannot be freed (its own reference, or no concurrent remover).
  */
-static inline void *rhashtable_lookup_fast(struct rhashtable *ht,
-					   const void *key,
-					   const struct rhashtable_params params)
+static inline void *
+rhashtable_lookup_fast(struct rhashtable *ht, const void *key,
+		       const struct rhashtable_params params)
 {
 	void *obj;
 
@@ -367,12 +420,11 @@ static inline struct rhlist_head *rhl__next(const struct rhlist_head *list)
 }
 
 /* Iterates `tpos` (an object pointer) over an rhltable_lookup() list. */
-#define rhl_for_each_entry_rcu(tpos, pos, list, member)                      \
-	for ((pos) = (list);                                                   \
-	     (pos) && ((tpos) = (__typeof__(tpos))((char *)(pos) -              \
-						   offsetof(__typeof__(*(tpos)), \
-							    member)),          \
-		      1);                                                      \
+#define rhl_for_each_entry_rcu(tpos, pos, list, member)                    \
+	for ((pos) = (list);                                               \
+	     (pos) && ((tpos) = (__typeof__(tpos))((char *)(pos)-offsetof( \
+			       __typeof__(*(tpos)), member)),              \
+		      1);                                                  \
 	     (pos) = rhl__next(pos))
 
 /*
@@ -453,8 +505,9 @@ static inline void *rht__insert(struct rhashtable *ht, const void *key,
 		}
 		atomic_store_explicit(&obj->next, first, memory_order_relaxed);
 		if (rhlist)
-			atomic_store_explicit(&((struct rhlist_head *)obj)->next,
-					      NULL, memory_order_relaxed);
+			atomic_store_explicit(
+				&((struct rhlist_head *)obj)->next, NULL,
+				memory_order_relaxed);
 		rht__bucket_set_first(bucket, first, obj);
 		rht__bucket_unlock(bucket);
 		rht__count_add(ht, 1);
@@ -512,7 +565,8 @@ static inline void *
 rhashtable_lookup_get_insert_fast(struct rhashtable *ht, struct rhash_head *obj,
 				  const struct rhashtable_params params)
 {
-	const char *key = (const char *)rht_obj(obj, params) + params.key_offset;
+	const char *key =
+		(const char *)rht_obj(obj, params) + params.key_offset;
 
 	return rht__insert(ht, key, obj, params, false);
 }
@@ -522,7 +576,8 @@ static inline int
 rhashtable_lookup_insert_fast(struct rhashtable *ht, struct rhash_head *obj,
 			      const struct rhashtable_params params)
 {
-	const char *key = (const char *)rht_obj(obj, params) + params.key_offset;
+	const char *key =
+		(const char *)rht_obj(obj, params) + params.key_offset;
 
 	return rhashtable_lookup_insert_key(ht, key, obj, params);
 }
@@ -531,12 +586,13 @@ rhashtable_lookup_insert_fast(struct rhashtable *ht, struct rhash_head *obj,
  * Unlinks obj from the locked chain of bucket. In an rhltable obj may be
  * any member of a list. Returns 0, or -ENOENT when obj is not in the chain.
  */
-static inline int rht__unlink(_Atomic uintptr_t *bucket,
-			      struct rhash_head *obj, bool rhlist)
+static inline int rht__unlink(_Atomic uintptr_t *bucket, struct rhash_head *obj,
+			      bool rhlist)
 {
 	struct rhash_head *he, *prev = NULL;
 
-	for (he = rht__bucket_first(bucket); he; prev = he, he = rht__next(he)) {
+	for (he = rht__bucket_first(bucket); he;
+	     prev = he, he = rht__next(he)) {
 		struct rhlist_head *list = (struct rhlist_head *)he;
 		struct rhlist_head *lprev = NULL;
 		struct rhash_head *repl;
@@ -696,6 +752,63 @@ struct rhashtable_stats {
 /* A snapshot of the table's figures, for statistics. */
 void rhashtable_get_stats(struct rhashtable *ht, struct rhashtable_stats *st);
 
+/* ---- walking every object (rhashtable_walk.c) ---- */
+
+/* A walk's position; see WALKING in the top comment. */
+struct rhashtable_iter {
+	struct rhashtable *ht;
+	struct rhash_head *p;	  /* chain entry last returned, or NULL */
+	struct rhlist_head *list; /* in an rhltable: list member returned */
+	struct rhashtable_walker walker;
+	unsigned int slot; /* bucket being walked */
+	unsigned int skip; /* objects of the bucket already returned */
+	bool end_of_table;
+	bool restarted; /* the table changed: next walk_next gives -EAGAIN */
+};
+
+/* Sets up iter; may sleep briefly (takes a mutex), not under a bucket lock. */
+void rhashtable_walk_enter(struct rhashtable *ht, struct rhashtable_iter *iter);
+/* Ends the walk; after walk_stop (or before any walk_start). */
+void rhashtable_walk_exit(struct rhashtable_iter *iter);
+/*
+ * Takes the RCU read lock and resumes the walk. Returns 0, or -EAGAIN when
+ * the table was resized while the walk was stopped: it then restarts from
+ * the beginning of the new table.
+ */
+int rhashtable_walk_start_check(struct rhashtable_iter *iter);
+/* As walk_start_check; a restart is reported by the next walk_next. */
+void rhashtable_walk_start(struct rhashtable_iter *iter);
+/*
+ * The next object, NULL at the end, or ERR_PTR(-EAGAIN) once after the
+ * walk moved to another table (objects may then be seen twice).
+ */
+void *rhashtable_walk_next(struct rhashtable_iter *iter);
+/* The object walk_next returned last (or would return next), not advancing. */
+void *rhashtable_walk_peek(struct rhashtable_iter *iter);
+/* Drops the RCU read lock; the walk can resume with walk_start. */
+void rhashtable_walk_stop(struct rhashtable_iter *iter);
+
+/* ---- stateless cursor scan (rhashtable_walk.c) ---- */
+
+/* Called for each object found, inside the RCU read-side section. */
+typedef void (*rhashtable_scan_fn)(void *obj, void *arg);
+
+struct rhashtable_scan_stats {
+	unsigned int objects; /* objects reported */
+	unsigned int buckets; /* buckets visited */
+};
+
+/*
+ * Reports objects from position `cursor` (0: start a scan) to fn, stopping
+ * once it reported at least `count` objects (count 0 counts as 1) or before
+ * it would visit more than 10 * count buckets, and returns the cursor to
+ * continue from: 0 when the scan is complete. See CURSOR SCAN in the top
+ * comment. stats may be NULL.
+ */
+uint64_t rhashtable_scan(struct rhashtable *ht, uint64_t cursor,
+			 unsigned int count, rhashtable_scan_fn fn, void *arg,
+			 struct rhashtable_scan_stats *stats);
+
 /* ---- rhltable: several objects per key ---- */
 
 int rhltable_init(struct rhltable *hlt, const struct rhashtable_params *params);
@@ -705,8 +818,8 @@ static inline int rhltable_insert_key(struct rhltable *hlt, const void *key,
 				      struct rhlist_head *list,
 				      const struct rhashtable_params params)
 {
-	return (int)PTR_ERR(rht__insert(&hlt->ht, key, &list->rhead, params,
-					true));
+	return (int)PTR_ERR(
+		rht__insert(&hlt->ht, key, &list->rhead, params, true));
 }
 
 static inline int rhltable_insert(struct rhltable *hlt,
@@ -727,12 +840,17 @@ static inline int rhltable_remove(struct rhltable *hlt,
 	return rht__remove(&hlt->ht, &list->rhead, params, true);
 }
 
-static inline void rhltable_free_and_destroy(struct rhltable *hlt,
-					     void (*free_fn)(void *ptr,
-							     void *arg),
-					     void *arg)
+static inline void
+rhltable_free_and_destroy(struct rhltable *hlt,
+			  void (*free_fn)(void *ptr, void *arg), void *arg)
 {
 	rhashtable_free_and_destroy(&hlt->ht, free_fn, arg);
+}
+
+static inline void rhltable_walk_enter(struct rhltable *hlt,
+				       struct rhashtable_iter *iter)
+{
+	rhashtable_walk_enter(&hlt->ht, iter);
 }
 
 static inline void rhltable_destroy(struct rhltable *hlt)

@@ -29,12 +29,15 @@ struct rhashtable__ctl {
 	pthread_cond_t cond;  /* wakes the worker */
 	pthread_t worker;
 	_Atomic bool stop;
-	_Atomic int run_pending;     /* worker kicked since it last looked */
+	_Atomic int run_pending;      /* worker kicked since it last looked */
 	_Atomic int reseed_requested; /* a chain over RHT_ELASTICITY */
 	_Atomic int force_reseed;     /* rht__force_reseed() */
 	int64_t last_reseed_ns;	      /* worker only */
 	_Atomic unsigned long grows, shrinks, reseeds, alloc_failures;
 };
+
+/* Tells the walkers parked on old that it is gone; under ctl->lock. */
+void rht__walkers_table_gone(struct bucket_table *old);
 
 /* Wakes the resize worker. */
 void rht__kick(struct rhashtable *ht);
