@@ -323,6 +323,8 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 	if (!new_tbl) {
 		atomic_fetch_add_explicit(&ctl->alloc_failures, 1,
 					  memory_order_relaxed);
+		if (reseed) /* retry a flood re-seed an interval later */
+			ctl->last_reseed_ns = now_ns();
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&ctl->lock);
@@ -349,11 +351,11 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 		ctl->last_reseed_ns = now_ns();
 		atomic_fetch_add_explicit(&ctl->reseeds, 1,
 					  memory_order_relaxed);
-	} else {
+	}
+	if (new_size != old->size)
 		atomic_fetch_add_explicit(new_size > old->size ? &ctl->grows
 							       : &ctl->shrinks,
 					  1, memory_order_relaxed);
-	}
 	/* Readers may still be in old (or about to follow its future_tbl). */
 	rhkv_rcu_synchronize();
 	free(old);
@@ -391,16 +393,45 @@ static int resize_step(struct rhashtable *ht)
 		if (size < ht->p.min_size)
 			size = ht->p.min_size;
 	}
-	if (atomic_exchange_explicit(&ctl->reseed_requested, 0,
-				     memory_order_relaxed) &&
-	    now_ns() - ctl->last_reseed_ns >= RHT_RESEED_INTERVAL_NS)
+	/* A flood request within the interval stays pending: the worker
+	 * comes back for it when the interval has passed. */
+	if (atomic_load_explicit(&ctl->reseed_requested,
+				 memory_order_relaxed) &&
+	    now_ns() - ctl->last_reseed_ns >= RHT_RESEED_INTERVAL_NS) {
+		atomic_store_explicit(&ctl->reseed_requested, 0,
+				      memory_order_relaxed);
 		reseed = true;
+	}
 	if (atomic_exchange_explicit(&ctl->force_reseed, 0,
 				     memory_order_relaxed))
 		reseed = true;
 	if (size == tbl->size && !reseed)
 		return 0;
 	return rehash_table(ht, size, reseed);
+}
+
+/* Waits for a kick, or for a pending re-seed's interval to pass. */
+static void worker_wait(struct rhashtable__ctl *ctl)
+{
+	struct timespec until;
+	int64_t at;
+
+	if (!atomic_load_explicit(&ctl->reseed_requested,
+				  memory_order_relaxed)) {
+		pthread_cond_wait(&ctl->cond, &ctl->lock);
+		return;
+	}
+	at = ctl->last_reseed_ns + RHT_RESEED_INTERVAL_NS;
+	if (at <= now_ns()) {
+		atomic_store_explicit(&ctl->run_pending, 1,
+				      memory_order_relaxed);
+		return;
+	}
+	until.tv_sec = at / 1000000000LL;
+	until.tv_nsec = at % 1000000000LL;
+	if (pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until))
+		atomic_store_explicit(&ctl->run_pending, 1,
+				      memory_order_relaxed);
 }
 
 static void *worker_main(void *arg)
@@ -414,7 +445,7 @@ static void *worker_main(void *arg)
 					     memory_order_relaxed) &&
 		       !atomic_load_explicit(&ctl->run_pending,
 					     memory_order_relaxed))
-			pthread_cond_wait(&ctl->cond, &ctl->lock);
+			worker_wait(ctl);
 		if (atomic_load_explicit(&ctl->stop, memory_order_relaxed))
 			break;
 		atomic_store_explicit(&ctl->run_pending, 0,
@@ -451,7 +482,7 @@ static int check_params(const struct rhashtable_params *p, bool rhlist)
 		return -EINVAL;
 	if (p->head_offset > UINT16_MAX - head_size)
 		return -EINVAL;
-	if (p->key_len && !p->obj_cmpfn &&
+	if (p->key_len && !p->obj_hashfn &&
 	    overlaps(p->key_offset, p->key_len, p->head_offset,
 		     (unsigned int)head_size))
 		return -EINVAL; /* linking would overwrite the key */
@@ -475,6 +506,7 @@ static int table_init(struct rhashtable *ht,
 	struct rhashtable__ctl *ctl;
 	struct bucket_table *tbl;
 	struct siphash_key secret;
+	pthread_condattr_t attr;
 	unsigned int size;
 	int err = check_params(params, rhlist);
 
@@ -491,9 +523,11 @@ static int table_init(struct rhashtable *ht,
 					  : RHT_MAX_SIZE;
 	if (ht->p.max_size < ht->p.min_size)
 		ht->p.max_size = ht->p.min_size;
-	/* Cap entries at twice the largest table, as the kernel does. */
+	/* Cap entries at twice the largest table, as the kernel does, and
+	 * at 2^31 so the count cannot overflow. */
 	if (params->max_size)
-		ht->max_elems = ht->p.max_size * 2;
+		ht->max_elems = ht->p.max_size < (1u << 30) ? ht->p.max_size * 2
+							    : 1u << 31;
 
 	size = RHT_DEFAULT_SIZE;
 	if (params->nelem_hint)
@@ -514,7 +548,10 @@ static int table_init(struct rhashtable *ht,
 	atomic_init(&ht->tbl, tbl);
 	ht->ctl = ctl;
 	pthread_mutex_init(&ctl->lock, NULL);
-	pthread_cond_init(&ctl->cond, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* as now_ns() */
+	pthread_cond_init(&ctl->cond, &attr);
+	pthread_condattr_destroy(&attr);
 	if (pthread_create(&ctl->worker, NULL, worker_main, ht))
 		goto no_thread;
 	return 0;

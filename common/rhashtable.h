@@ -783,7 +783,12 @@ void rhashtable_walk_start(struct rhashtable_iter *iter);
  * walk moved to another table (objects may then be seen twice).
  */
 void *rhashtable_walk_next(struct rhashtable_iter *iter);
-/* The object walk_next returned last (or would return next), not advancing. */
+/*
+ * The current object without advancing: the one walk_next returned last,
+ * or, when there is none (at the start, or after it was removed while the
+ * walk was stopped), the next one, which becomes current so that walk_next
+ * continues after it (the kernel's behaviour).
+ */
 void *rhashtable_walk_peek(struct rhashtable_iter *iter);
 /* Drops the RCU read lock; the walk can resume with walk_start. */
 void rhashtable_walk_stop(struct rhashtable_iter *iter);

@@ -356,6 +356,15 @@ uint64_t rhashtable_scan(struct rhashtable *ht, uint64_t cursor,
 	} while (v && st.objects < count &&
 		 st.buckets + SCAN_MAX_STEP <= 10ull * count);
 	cursor = v ? gen_tag | v : 0;
+	/*
+	 * A re-seed attached during the call moved entries of buckets not
+	 * visited yet to unrelated buckets: never end the scan then; the
+	 * next call waits for it or restarts. Any bucket read that saw the
+	 * mover's work came after the attach, so this load sees the table.
+	 */
+	for (tbl = rht__future(first); tbl; tbl = rht__future(tbl))
+		if (tbl->generation != first->generation)
+			cursor = gen_tag | v;
 out:
 	rhkv_rcu_read_unlock();
 	if (stats)

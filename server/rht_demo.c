@@ -106,7 +106,8 @@ int main(int argc, char **argv)
 	unsigned long total;
 
 	if (!keys || threads < 1 || threads > 64) {
-		fprintf(stderr, "usage: rht-demo [KEYS_PER_THREAD] [THREADS]\n");
+		fprintf(stderr,
+			"usage: rht-demo [KEYS_PER_THREAD] [THREADS]\n");
 		return 64;
 	}
 	d.keys_per_thread = keys;
@@ -119,8 +120,8 @@ int main(int argc, char **argv)
 	for (unsigned long i = 0; i < total; i++)
 		d.objs[i].key = i * 0x9e3779b97f4a7c15ULL;
 
-	printf("rht-demo: %d threads, %lu keys, table of 64 buckets\n",
-	       threads, total);
+	printf("rht-demo: %d threads, %lu keys, table of 64 buckets\n", threads,
+	       total);
 	report(&d, "insert", run_phase(&d, 0, threads), total);
 	report(&d, "lookup", run_phase(&d, 1, threads), total);
 	report(&d, "remove", run_phase(&d, 2, threads), total);
