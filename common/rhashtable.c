@@ -693,6 +693,11 @@ void rht__set_secret(struct rhashtable *ht, const struct siphash_key *key)
 	set_secret(atomic_load_explicit(&ht->tbl, memory_order_relaxed), key);
 }
 
+unsigned int rhashtable_longest_chain(struct rhashtable *ht)
+{
+	return rht__max_chain(ht);
+}
+
 unsigned int rht__max_chain(struct rhashtable *ht)
 {
 	unsigned int longest = 0;

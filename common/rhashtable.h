@@ -659,6 +659,9 @@ struct rhashtable_stats {
 	unsigned long alloc_failures; /* resizes skipped for lack of memory */
 };
 
+/* Longest chain over all tables (walks every bucket: for statistics). */
+unsigned int rhashtable_longest_chain(struct rhashtable *ht);
+
 /* A snapshot of the table's figures, for statistics. */
 void rhashtable_get_stats(struct rhashtable *ht, struct rhashtable_stats *st);
 
