@@ -2,7 +2,7 @@
  * The rhashtable stress scenarios as a plain executable, for the TSan build
  * (criterion cannot start under TSan on Debian 12) and for running by hand:
  *   stress_rhashtable [DURATION_MS [SEED]]
- * The RHKV_STRESS_* variables of stress_rhashtable.c work here too.
+ * The RHKV_STRESS_* variables of stress_rhashtable.h work here too.
  */
 #include "stress_rhashtable.h"
 

@@ -1,6 +1,6 @@
 /*
  * Criterion wrappers of the rhashtable stress scenarios
- * (stress_rhashtable.c); stress_rhashtable_main.c runs the same ones
+ * (stress_rhashtable.h); stress_rhashtable_main.c runs the same ones
  * without criterion in TSan builds. RHKV_STRESS_MS and RHKV_STRESS_SEED
  * change the run time and the seed.
  */
