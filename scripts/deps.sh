@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages rhkv needs to build and test, when missing.
+# Installs the Debian 12 packages rhkv needs to build and test, when missing
+# (memcached, libmemcached-tools and python3-pymemcache are the peers and
+# real clients the integration tests check rhkvd against).
 # Idempotent: does nothing (no apt-get update) when all are present.
 set -euo pipefail
 
 packages=(
-	meson ninja-build pkg-config gcc clang-format
+	meson ninja-build pkg-config gcc clang-format clang libclang-rt-14-dev
 	libevent-dev liburcu-dev libmsgpack-dev libcriterion-dev
+	netcat-openbsd
+	memcached libmemcached-tools python3-pymemcache
 )
 
 missing=()

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the program. Until the daemon
-# lands, the program is rht-demo (the rhashtable growing and shrinking
-# under two threads); arguments are passed to it.
+# Installs what is missing, builds (release), and runs rhkvd in the
+# foreground on 127.0.0.1:11311; arguments are passed to it (rhkvd --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 ./scripts/build.sh build --buildtype=release
-echo "run: build/server/rht-demo $*"
-exec build/server/rht-demo "$@"
+echo "run: build/server/rhkvd -v $*"
+exec build/server/rhkvd -v "$@"

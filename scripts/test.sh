@@ -4,7 +4,9 @@
 #   2. the normal build, warnings as errors, every test;
 #   3. an ASan+UBSan build, every test (leaks and UB are errors);
 #   4. a TSan build, the stress tests (plain executables: criterion cannot
-#      start under TSan on Debian 12).
+#      start under TSan on Debian 12);
+#   5. the libFuzzer targets (clang, ASan+UBSan): each replays its seed
+#      corpus and runs a fixed number of new inputs with a fixed seed.
 # Ends with one line "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +48,14 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 ./scripts/build.sh build-tsan -Dwerror=true --buildtype=debugoptimized \
 	-Db_sanitize=thread
 run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
+
+echo "build: build-fuzz (clang, -Dfuzz=true, ASan+UBSan)"
+if [ ! -f build-fuzz/build.ninja ]; then
+	CC=clang meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized \
+		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+fi
+ninja -C build-fuzz tests/fuzz/fuzz_text
+run_suite build-fuzz --no-rebuild --suite fuzz || status=1
 
 echo "$passed passed, $failed failed"
 exit $status

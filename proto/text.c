@@ -1,0 +1,580 @@
+/*
+ * The memcached text protocol: proto_text_parse(), a pure, restartable parser
+ * of one request (line and data block) over a byte buffer, and the writer of
+ * VALUE lines. What each command accepts and answers was settled by probing
+ * memcached 1.6.18; tests/proto/test_text.c holds those cases.
+ */
+#include "proto/text.h"
+
+#include <string.h>
+
+/* Tokens a request line keeps; more are only counted (no command needs more
+ * than 7, and multi-key lines are walked again). */
+#define TOKENS_KEPT 8
+/* memcached looks through at most this many leading spaces for a get line
+ * longer than the usual limit. */
+#define GET_LINE_LEADING_SPACES 100
+
+#define MSG_FORMAT  "bad command line format"
+#define MSG_DELETE  "bad command line format.  Usage: delete <key> [noreply]"
+#define MSG_DELTA   "invalid numeric delta argument"
+#define MSG_EXPTIME "invalid exptime argument"
+#define MSG_CHUNK   "bad data chunk"
+
+/* A request line split on spaces, as memcached splits it. */
+struct line {
+	const char *buf;
+	uint32_t end;	/* where the line's content ends ("\r\n" excluded) */
+	uint32_t total; /* bytes of the line with its terminator */
+	uint32_t ntok;	/* number of tokens, the command included */
+	struct proto_span tok[TOKENS_KEPT];
+	struct proto_span last; /* the last token */
+};
+
+static bool span_is(const char *buf, struct proto_span s, const char *word)
+{
+	size_t len = strlen(word);
+	return s.len == len && memcmp(buf + s.off, word, len) == 0;
+}
+
+/* Next space-separated token of buf[*pos..end); false when none is left. */
+static bool token_next(const char *buf, uint32_t *pos, uint32_t end,
+		       struct proto_span *tok)
+{
+	uint32_t p = *pos;
+	while (p < end && buf[p] == ' ')
+		p++;
+	if (p >= end) {
+		*pos = p;
+		return false;
+	}
+	tok->off = p;
+	while (p < end && buf[p] != ' ')
+		p++;
+	tok->len = p - tok->off;
+	*pos = p;
+	return true;
+}
+
+static void line_split(struct line *l)
+{
+	struct proto_span tok;
+	uint32_t pos = 0;
+
+	l->ntok = 0;
+	while (token_next(l->buf, &pos, l->end, &tok)) {
+		if (l->ntok < TOKENS_KEPT)
+			l->tok[l->ntok] = tok;
+		l->last = tok;
+		l->ntok++;
+	}
+}
+
+/*
+ * Whether an overlong line without its "\n" yet may still be a multi-key
+ * retrieval (n > PROTO_LINE_MAX, so the bytes looked at are all there).
+ */
+static bool is_get_line(const char *buf)
+{
+	static const char *const prefixes[] = { "get ", "gets ", "gat ",
+						"gats " };
+	size_t i = 0;
+
+	while (buf[i] == ' ' && i <= GET_LINE_LEADING_SPACES)
+		i++;
+	if (i > GET_LINE_LEADING_SPACES)
+		return false;
+	for (size_t k = 0; k < sizeof(prefixes) / sizeof(prefixes[0]); k++) {
+		if (memcmp(buf + i, prefixes[k], strlen(prefixes[k])) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Finds the first line's "\n" within its length limit. The answer depends
+ * only on the first limit + 1 bytes, so every prefix of a request agrees.
+ */
+static enum proto_status line_find(const char *buf, size_t n, struct line *l)
+{
+	size_t win = n < PROTO_LINE_MAX + 1 ? n : PROTO_LINE_MAX + 1;
+	const char *nl = memchr(buf, '\n', win);
+
+	if (nl == NULL) {
+		if (n <= PROTO_LINE_MAX)
+			return PROTO_NEED_MORE;
+		if (!is_get_line(buf))
+			return PROTO_LINE_TOO_LONG;
+		win = n < PROTO_GET_LINE_MAX + 1 ? n : PROTO_GET_LINE_MAX + 1;
+		nl = memchr(buf + PROTO_LINE_MAX + 1, '\n',
+			    win - (PROTO_LINE_MAX + 1));
+		if (nl == NULL)
+			return n > PROTO_GET_LINE_MAX ? PROTO_LINE_TOO_LONG
+						      : PROTO_NEED_MORE;
+	}
+	l->buf = buf;
+	l->end = (uint32_t)(nl - buf);
+	l->total = l->end + 1;
+	if (l->end > 0 && buf[l->end - 1] == '\r')
+		l->end--;
+	return PROTO_OK;
+}
+
+/* 1..PROTO_KEY_MAX bytes, none of them a control character. */
+static bool key_valid(const char *buf, struct proto_span k)
+{
+	if (k.len == 0 || k.len > PROTO_KEY_MAX)
+		return false;
+	for (uint32_t i = 0; i < k.len; i++) {
+		unsigned char c = (unsigned char)buf[k.off + i];
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* The white space strtol() skips, less ' ' and '\n' (never in a token). */
+static bool is_blank(char c)
+{
+	return c == '\t' || c == '\v' || c == '\f' || c == '\r';
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * A number as memcached reads one (strtol and its checks): blanks, an
+ * optional sign, at least one digit, then the token's end or a blank after
+ * which anything is ignored. Gives the sign and the magnitude; false on no
+ * digits, other trailing bytes, or a magnitude past UINT64_MAX.
+ */
+static bool number_parse(const char *buf, struct proto_span t, bool *neg,
+			 uint64_t *mag)
+{
+	const char *p = buf + t.off;
+	uint32_t i = 0, start;
+	uint64_t v = 0;
+
+	while (i < t.len && is_blank(p[i]))
+		i++;
+	*neg = false;
+	if (i < t.len && (p[i] == '+' || p[i] == '-')) {
+		*neg = p[i] == '-';
+		i++;
+	}
+	start = i;
+	while (i < t.len && is_digit(p[i])) {
+		unsigned d = (unsigned)(p[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+		i++;
+	}
+	if (i == start || (i < t.len && !is_blank(p[i])))
+		return false;
+	*mag = v;
+	return true;
+}
+
+/* Unsigned: memcached refuses a minus sign, except on zero ("-0"). */
+static bool parse_u64(const char *buf, struct proto_span t, uint64_t *out)
+{
+	bool neg;
+	uint64_t mag;
+
+	if (!number_parse(buf, t, &neg, &mag) || (neg && mag != 0))
+		return false;
+	*out = mag;
+	return true;
+}
+
+/* rhkv refuses what does not fit 32 bits (memcached truncates it). */
+static bool parse_u32(const char *buf, struct proto_span t, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!parse_u64(buf, t, &v) || v > UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+static bool parse_i64(const char *buf, struct proto_span t, int64_t *out)
+{
+	bool neg;
+	uint64_t mag;
+
+	if (!number_parse(buf, t, &neg, &mag))
+		return false;
+	if (neg) {
+		if (mag > (uint64_t)INT64_MAX + 1)
+			return false;
+		*out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN
+						      : -(int64_t)mag;
+	} else {
+		if (mag > INT64_MAX)
+			return false;
+		*out = (int64_t)mag;
+	}
+	return true;
+}
+
+/* scan's own numbers: decimal digits only; *capped when past UINT64_MAX. */
+static bool parse_digits(const char *buf, struct proto_span t, uint64_t *out,
+			 bool *overflow)
+{
+	uint64_t v = 0;
+
+	*overflow = false;
+	for (uint32_t i = 0; i < t.len; i++) {
+		char c = buf[t.off + i];
+		if (!is_digit(c))
+			return false;
+		if (v > (UINT64_MAX - (unsigned)(c - '0')) / 10)
+			*overflow = true;
+		else
+			v = v * 10 + (unsigned)(c - '0');
+	}
+	*out = v;
+	return t.len > 0;
+}
+
+static enum proto_status client_error(struct proto_req *req, const char *msg)
+{
+	req->error = msg;
+	return PROTO_CLIENT_ERROR;
+}
+
+/* The last token is the literal "noreply" (memcached's only test). */
+static bool last_is_noreply(const struct line *l)
+{
+	return span_is(l->buf, l->last, "noreply");
+}
+
+/* get/gets <key>+ and gat/gats <exptime> <key>*: first key at token first. */
+static enum proto_status parse_retrieval(const struct line *l,
+					 struct proto_req *req, uint32_t first)
+{
+	struct proto_span tok;
+	uint32_t pos, i = 0;
+
+	if (first == 2 && !parse_i64(l->buf, l->tok[1], &req->exptime))
+		return client_error(req, MSG_EXPTIME);
+	pos = l->tok[first - 1].off + l->tok[first - 1].len;
+	req->key.off = pos;
+	req->key.len = 0;
+	req->keys_end = pos;
+	while (token_next(l->buf, &pos, l->end, &tok)) {
+		if (!key_valid(l->buf, tok))
+			return client_error(req, MSG_FORMAT);
+		if (i++ == 0)
+			req->key = tok;
+		req->keys_end = tok.off + tok.len;
+	}
+	return PROTO_OK;
+}
+
+/* <cmd> <key> <flags> <exptime> <bytes> [<cas>] [noreply] + data block. */
+static enum proto_status parse_storage(const struct line *l, size_t n,
+				       const struct proto_limits *lim,
+				       struct proto_req *req)
+{
+	bool cas = req->cmd == PROTO_CMD_CAS;
+	uint32_t max = lim != NULL ? lim->max_value : PROTO_VALUE_MAX_DEFAULT;
+	int64_t bytes;
+	size_t need;
+
+	if (l->ntok != (cas ? 6u : 5u) && l->ntok != (cas ? 7u : 6u))
+		return PROTO_ERROR;
+	req->noreply = last_is_noreply(l);
+	req->key = l->tok[1];
+	if (!key_valid(l->buf, req->key))
+		return client_error(req, MSG_FORMAT);
+	if (!parse_u32(l->buf, l->tok[2], &req->flags) ||
+	    !parse_i64(l->buf, l->tok[3], &req->exptime) ||
+	    !parse_i64(l->buf, l->tok[4], &bytes) ||
+	    (cas && !parse_u64(l->buf, l->tok[5], &req->cas)) || bytes < 0 ||
+	    bytes > (int64_t)PROTO_BYTES_MAX)
+		return client_error(req, MSG_FORMAT);
+	req->nbytes = (uint32_t)bytes;
+	req->value_off = l->total;
+	if (req->nbytes > max) {
+		req->swallow = (uint64_t)req->nbytes + 2;
+		return PROTO_TOO_LARGE;
+	}
+	need = (size_t)l->total + req->nbytes + 2;
+	if (n < need)
+		return PROTO_NEED_MORE;
+	req->len = need;
+	if (l->buf[need - 2] != '\r' || l->buf[need - 1] != '\n')
+		return client_error(req, MSG_CHUNK);
+	return PROTO_OK;
+}
+
+/* delete <key> [0] [noreply]: the legacy time argument must be "0". */
+static enum proto_status parse_delete(const struct line *l,
+				      struct proto_req *req)
+{
+	if (l->ntok < 2 || l->ntok > 4)
+		return PROTO_ERROR;
+	if (l->ntok > 2) {
+		bool zero = span_is(l->buf, l->tok[2], "0");
+		req->noreply = last_is_noreply(l);
+		if (!(l->ntok == 3 && (zero || req->noreply)) &&
+		    !(l->ntok == 4 && zero && req->noreply))
+			return client_error(req, MSG_DELETE);
+	}
+	req->key = l->tok[1];
+	if (!key_valid(l->buf, req->key))
+		return client_error(req, MSG_FORMAT);
+	return PROTO_OK;
+}
+
+/* incr/decr <key> <delta> [noreply] and touch <key> <exptime> [noreply]. */
+static enum proto_status parse_key_number(const struct line *l,
+					  struct proto_req *req)
+{
+	if (l->ntok != 3 && l->ntok != 4)
+		return PROTO_ERROR;
+	req->noreply = last_is_noreply(l);
+	req->key = l->tok[1];
+	if (!key_valid(l->buf, req->key))
+		return client_error(req, MSG_FORMAT);
+	if (req->cmd == PROTO_CMD_TOUCH) {
+		if (!parse_i64(l->buf, l->tok[2], &req->exptime))
+			return client_error(req, MSG_EXPTIME);
+	} else if (!parse_u64(l->buf, l->tok[2], &req->delta)) {
+		return client_error(req, MSG_DELTA);
+	}
+	return PROTO_OK;
+}
+
+/* flush_all [delay] [noreply]: a delay is read whenever one may be there. */
+static enum proto_status parse_flush_all(const struct line *l,
+					 struct proto_req *req)
+{
+	if (l->ntok > 3)
+		return PROTO_ERROR;
+	req->noreply = l->ntok > 1 && last_is_noreply(l);
+	if (l->ntok != (req->noreply ? 2u : 1u) &&
+	    !parse_i64(l->buf, l->tok[1], &req->delay))
+		return client_error(req, MSG_EXPTIME);
+	return PROTO_OK;
+}
+
+static enum proto_status parse_verbosity(const struct line *l,
+					 struct proto_req *req)
+{
+	if (l->ntok != 2 && l->ntok != 3)
+		return PROTO_ERROR;
+	req->noreply = last_is_noreply(l);
+	if (!parse_u32(l->buf, l->tok[1], &req->verbosity))
+		return client_error(req, MSG_FORMAT);
+	return PROTO_OK;
+}
+
+static enum proto_status parse_stats(const struct line *l,
+				     struct proto_req *req)
+{
+	uint32_t cmd_end = l->tok[0].off + l->tok[0].len;
+
+	req->arg.off = l->ntok > 1 ? l->tok[1].off : cmd_end;
+	req->arg.len = l->ntok > 1 ? l->tok[1].len : 0;
+	req->args.off =
+		l->ntok > 2 ? l->tok[2].off : req->arg.off + req->arg.len;
+	req->args.len =
+		l->ntok > 2 ? l->last.off + l->last.len - l->tok[2].off : 0;
+	return PROTO_OK;
+}
+
+/* scan <cursor> [count <n>] [match <glob>]: options in any order, the last
+ * of a repeated one wins. */
+static enum proto_status parse_scan(const struct line *l, struct proto_req *req)
+{
+	struct proto_span opt, val;
+	uint32_t pos;
+	uint64_t v;
+	bool overflow;
+
+	if (l->ntok < 2)
+		return PROTO_ERROR;
+	if (!parse_digits(l->buf, l->tok[1], &req->cursor, &overflow) ||
+	    overflow)
+		return client_error(req, MSG_FORMAT);
+	req->count = PROTO_SCAN_COUNT_DEFAULT;
+	pos = l->tok[1].off + l->tok[1].len;
+	while (token_next(l->buf, &pos, l->end, &opt)) {
+		if (!token_next(l->buf, &pos, l->end, &val))
+			return client_error(req, MSG_FORMAT);
+		if (span_is(l->buf, opt, "count")) {
+			if (!parse_digits(l->buf, val, &v, &overflow) || v == 0)
+				return client_error(req, MSG_FORMAT);
+			if (overflow || v > PROTO_SCAN_COUNT_MAX)
+				v = PROTO_SCAN_COUNT_MAX;
+			req->count = (uint32_t)v;
+		} else if (span_is(l->buf, opt, "match")) {
+			req->has_match = true;
+			req->match = val;
+		} else {
+			return client_error(req, MSG_FORMAT);
+		}
+	}
+	return PROTO_OK;
+}
+
+static const struct {
+	const char *name;
+	enum proto_cmd cmd;
+} commands[] = {
+	{ "get", PROTO_CMD_GET },
+	{ "gets", PROTO_CMD_GETS },
+	{ "gat", PROTO_CMD_GAT },
+	{ "gats", PROTO_CMD_GATS },
+	{ "set", PROTO_CMD_SET },
+	{ "add", PROTO_CMD_ADD },
+	{ "replace", PROTO_CMD_REPLACE },
+	{ "append", PROTO_CMD_APPEND },
+	{ "prepend", PROTO_CMD_PREPEND },
+	{ "cas", PROTO_CMD_CAS },
+	{ "delete", PROTO_CMD_DELETE },
+	{ "incr", PROTO_CMD_INCR },
+	{ "decr", PROTO_CMD_DECR },
+	{ "touch", PROTO_CMD_TOUCH },
+	{ "flush_all", PROTO_CMD_FLUSH_ALL },
+	{ "version", PROTO_CMD_VERSION },
+	{ "verbosity", PROTO_CMD_VERBOSITY },
+	{ "quit", PROTO_CMD_QUIT },
+	{ "stats", PROTO_CMD_STATS },
+	{ "scan", PROTO_CMD_SCAN },
+};
+
+/*
+ * An unknown command: memcached answers ERROR, but closes the connection
+ * when the last token starts with "HTTP/", unless the command's first byte
+ * sends it down one of its per-letter branches first (which answer ERROR).
+ */
+static enum proto_status unknown_command(const struct line *l)
+{
+	struct proto_span c = l->tok[0];
+	char first = l->buf[c.off];
+
+	if (c.len < 2 || memchr("acdgist", first, 7) != NULL ||
+	    (first == 'm' && c.len == 2))
+		return PROTO_ERROR;
+	if (l->last.len >= 5 && memcmp(l->buf + l->last.off, "HTTP/", 5) == 0)
+		return PROTO_CLOSE;
+	return PROTO_ERROR;
+}
+
+static enum proto_status dispatch(const struct line *l, size_t n,
+				  const struct proto_limits *lim,
+				  struct proto_req *req)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (span_is(l->buf, l->tok[0], commands[i].name))
+			break;
+	}
+	if (i == sizeof(commands) / sizeof(commands[0]))
+		return unknown_command(l);
+	req->cmd = commands[i].cmd;
+	switch (req->cmd) {
+	case PROTO_CMD_GET:
+	case PROTO_CMD_GETS:
+		return l->ntok < 2 ? PROTO_ERROR : parse_retrieval(l, req, 1);
+	case PROTO_CMD_GAT:
+	case PROTO_CMD_GATS:
+		return l->ntok < 2 ? PROTO_ERROR : parse_retrieval(l, req, 2);
+	case PROTO_CMD_SET:
+	case PROTO_CMD_ADD:
+	case PROTO_CMD_REPLACE:
+	case PROTO_CMD_APPEND:
+	case PROTO_CMD_PREPEND:
+	case PROTO_CMD_CAS:
+		return parse_storage(l, n, lim, req);
+	case PROTO_CMD_DELETE:
+		return parse_delete(l, req);
+	case PROTO_CMD_INCR:
+	case PROTO_CMD_DECR:
+	case PROTO_CMD_TOUCH:
+		return parse_key_number(l, req);
+	case PROTO_CMD_FLUSH_ALL:
+		return parse_flush_all(l, req);
+	case PROTO_CMD_VERBOSITY:
+		return parse_verbosity(l, req);
+	case PROTO_CMD_STATS:
+		return parse_stats(l, req);
+	case PROTO_CMD_SCAN:
+		return parse_scan(l, req);
+	case PROTO_CMD_VERSION:
+	case PROTO_CMD_QUIT:
+		break;
+	}
+	return PROTO_OK;
+}
+
+enum proto_status proto_text_parse(const char *buf, size_t n,
+				   const struct proto_limits *lim,
+				   struct proto_req *req)
+{
+	struct line l;
+	enum proto_status st;
+
+	memset(req, 0, sizeof(*req));
+	st = line_find(buf, n, &l);
+	if (st != PROTO_OK)
+		return st;
+	req->len = l.total;
+	line_split(&l);
+	if (l.ntok == 0)
+		return PROTO_ERROR;
+	return dispatch(&l, n, lim, req);
+}
+
+bool proto_text_next_key(const char *buf, const struct proto_req *req,
+			 uint32_t *pos, struct proto_span *key)
+{
+	return token_next(buf, pos, req->keys_end, key);
+}
+
+/* Decimal digits of v at dst; returns how many. */
+static size_t put_u64(char *dst, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = tmp[n - 1 - i];
+	return n;
+}
+
+size_t proto_text_value_header(char *dst, const char *key, size_t key_len,
+			       uint32_t flags, uint32_t nbytes, bool with_cas,
+			       uint64_t cas)
+{
+	size_t n = 6;
+
+	if (key_len > PROTO_KEY_MAX)
+		return 0;
+	memcpy(dst, "VALUE ", 6);
+	memcpy(dst + n, key, key_len);
+	n += key_len;
+	dst[n++] = ' ';
+	n += put_u64(dst + n, flags);
+	dst[n++] = ' ';
+	n += put_u64(dst + n, nbytes);
+	if (with_cas) {
+		dst[n++] = ' ';
+		n += put_u64(dst + n, cas);
+	}
+	dst[n++] = '\r';
+	dst[n++] = '\n';
+	return n;
+}

@@ -1,0 +1,168 @@
+/*
+ * The memcached text protocol, as a pure codec: a restartable parser over a
+ * byte buffer and a reply writer, with no sockets and no state between
+ * calls, so that it can be tested on every prefix and fuzzed. The server
+ * owns the buffer; a parsed request refers to it by offsets, never pointers.
+ *
+ * Replies and error strings are byte for byte those of memcached 1.6.
+ */
+#ifndef RHKV_PROTO_TEXT_H
+#define RHKV_PROTO_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_KEY_MAX		 250 /* bytes, as memcached */
+#define PROTO_LINE_MAX		 2048 /* a command line, without its data block */
+#define PROTO_GET_LINE_MAX	 65536 /* get/gets/gat/gats with many keys */
+#define PROTO_SCAN_COUNT_DEFAULT 10
+#define PROTO_SCAN_COUNT_MAX	 1000
+/* The largest <bytes> memcached accepts on a storage line (INT_MAX - 2). */
+#define PROTO_BYTES_MAX 2147483645u
+/* The item size limit used when proto_text_parse() is given no limits. */
+#define PROTO_VALUE_MAX_DEFAULT (1024u * 1024u)
+
+enum proto_cmd {
+	PROTO_CMD_GET,
+	PROTO_CMD_GETS,
+	PROTO_CMD_GAT,
+	PROTO_CMD_GATS,
+	PROTO_CMD_SET,
+	PROTO_CMD_ADD,
+	PROTO_CMD_REPLACE,
+	PROTO_CMD_APPEND,
+	PROTO_CMD_PREPEND,
+	PROTO_CMD_CAS,
+	PROTO_CMD_DELETE,
+	PROTO_CMD_INCR,
+	PROTO_CMD_DECR,
+	PROTO_CMD_TOUCH,
+	PROTO_CMD_FLUSH_ALL,
+	PROTO_CMD_VERSION,
+	PROTO_CMD_VERBOSITY,
+	PROTO_CMD_QUIT,
+	PROTO_CMD_STATS,
+	PROTO_CMD_SCAN,
+};
+
+enum proto_status {
+	/* A complete request; consume req->len bytes. */
+	PROTO_OK,
+	/* No complete request yet: call again with more bytes. */
+	PROTO_NEED_MORE,
+	/* Unknown command, or a known one with a wrong number of tokens:
+	 * reply "ERROR\r\n", consume req->len bytes (the line only: a
+	 * storage command's data block is then parsed as commands). */
+	PROTO_ERROR,
+	/* Reply "CLIENT_ERROR <req->error>\r\n", consume req->len bytes:
+	 * the line only, except "bad data chunk" (line, <bytes> + 2). */
+	PROTO_CLIENT_ERROR,
+	/*
+	 * A storage command whose value exceeds the item size limit: reply
+	 * "SERVER_ERROR object too large for cache\r\n", consume req->len
+	 * bytes (the line) and then discard req->swallow more bytes (the
+	 * value and its "\r\n", which may not have arrived yet). The key is
+	 * parsed: a set of that key removes the old item, as memcached does.
+	 */
+	PROTO_TOO_LARGE,
+	/* The line exceeds its limit: reply "CLIENT_ERROR line too long\r\n"
+	 * and close the connection. */
+	PROTO_LINE_TOO_LONG,
+	/*
+	 * An HTTP request line (an unknown command whose last token starts
+	 * with "HTTP/", e.g. "GET / HTTP/1.1"): close the connection without
+	 * a reply, as memcached does, so that a browser cannot smuggle
+	 * commands in a request body. req->len is the line.
+	 */
+	PROTO_CLOSE,
+};
+
+/* Where a key lies in the parsed buffer. */
+struct proto_span {
+	uint32_t off;
+	uint32_t len;
+};
+
+struct proto_req {
+	enum proto_cmd cmd;
+	size_t len; /* bytes of the request: line and data block */
+	/* storage, delete, incr/decr, touch, flush_all, verbosity; also set
+	 * with PROTO_CLIENT_ERROR and PROTO_TOO_LARGE, whose reply memcached
+	 * then suppresses too. */
+	bool noreply;
+	struct proto_span key; /* first (or only) key */
+	/* get/gets/gat/gats: all keys lie in [key.off, keys_end), separated
+	 * by spaces; iterate with proto_text_next_key(). gat/gats may have
+	 * no key at all ("gat 0": key.len == 0, memcached replies "END"). */
+	uint32_t keys_end;
+	uint32_t flags;	       /* storage */
+	int64_t exptime;       /* storage, touch, gat/gats (as sent) */
+	uint32_t nbytes;       /* storage: value length */
+	uint32_t value_off;    /* storage: value offset in the buffer */
+	uint64_t cas;	       /* cas */
+	uint64_t delta;	       /* incr/decr */
+	int64_t delay;	       /* flush_all; 0 when absent */
+	uint32_t verbosity;    /* verbosity */
+	struct proto_span arg; /* stats: the sub-command ("" when none) */
+	/* stats: what follows the sub-command, from its next token to the end
+	 * of the last one ("" when none), e.g. "on" in "stats detail on". */
+	struct proto_span args;
+	uint64_t cursor;	 /* scan */
+	uint32_t count;		 /* scan: 1..PROTO_SCAN_COUNT_MAX */
+	bool has_match;		 /* scan */
+	struct proto_span match; /* scan: the glob */
+	const char *error;	 /* PROTO_CLIENT_ERROR: the message */
+	uint64_t swallow;	 /* PROTO_TOO_LARGE: bytes to discard */
+};
+
+struct proto_limits {
+	uint32_t max_value; /* item size limit (-I); a value of more bytes is
+			       PROTO_TOO_LARGE */
+};
+
+/*
+ * Parses the first request in buf[0..n). Pure and restartable: with more
+ * bytes appended, the same call parses further; no state is kept. Fills req
+ * (offsets relative to buf) and returns a status above. Reads nothing past
+ * buf[n - 1] and allocates nothing. lim may be NULL: the item size limit is
+ * then PROTO_VALUE_MAX_DEFAULT.
+ *
+ * A line ends at "\n", with or without "\r" before it, and holds at most
+ * PROTO_LINE_MAX bytes before its "\n" (PROTO_GET_LINE_MAX for a line that
+ * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces).
+ * Keys are 1..PROTO_KEY_MAX bytes without control characters (memcached
+ * accepts those; rhkv rejects them with "bad command line format").
+ */
+enum proto_status proto_text_parse(const char *buf, size_t n,
+				   const struct proto_limits *lim,
+				   struct proto_req *req);
+
+/*
+ * Next key of a multi-key request: *pos starts at req->key.off; returns false
+ * after the last key.
+ */
+bool proto_text_next_key(const char *buf, const struct proto_req *req,
+			 uint32_t *pos, struct proto_span *key);
+
+/*
+ * Writes "VALUE <key> <flags> <bytes>[ <cas>]\r\n" into dst (at least
+ * PROTO_VALUE_HEADER_MAX bytes) and returns its length; writes nothing and
+ * returns 0 when key_len exceeds PROTO_KEY_MAX. No terminating NUL.
+ */
+#define PROTO_VALUE_HEADER_MAX \
+	(6 + PROTO_KEY_MAX + 1 + 10 + 1 + 10 + 1 + 20 + 2)
+size_t proto_text_value_header(char *dst, const char *key, size_t key_len,
+			       uint32_t flags, uint32_t nbytes, bool with_cas,
+			       uint64_t cas);
+
+/*
+ * Matches a scan glob: `*`, `?`, `[...]` (with ranges and `!`/`^`), `\`.
+ * Bytes compare as unsigned; `]` right after `[` (or `[!`, `[^`) is a
+ * member, `-` first or last is a member, a reversed range (`[z-a]`) means
+ * the same as `[a-z]`, and a `[` without its `]` matches a literal `[`.
+ * Iterative, O(plen * n) at worst, whatever the pattern.
+ */
+bool proto_glob_match(const char *pat, size_t plen, const char *s, size_t n);
+
+#endif

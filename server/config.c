@@ -1,0 +1,265 @@
+/*
+ * Command-line parsing for rhkvd. Flags keep memcached's letters and
+ * meanings; bad usage prints a clear message and returns exit code 64.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: rhkvd [options]\n"
+	"  -p, --port=PORT            TCP port (default 11311)\n"
+	"  -l, --listen=ADDR          address to listen on; repeatable\n"
+	"                             (default 127.0.0.1)\n"
+	"  -s, --unix-socket=PATH     also listen on a unix socket\n"
+	"  -a, --unix-mask=MASK       permissions of the unix socket, octal\n"
+	"                             (default 0700)\n"
+	"  -t, --threads=N            worker threads (default: cores)\n"
+	"  -m, --memory-limit=MIB     memory for items, MiB (default 64)\n"
+	"  -c, --conn-limit=N         simultaneous connections (default 1024)\n"
+	"  -I, --max-item-size=SIZE   largest value, k/m suffixes (default "
+	"1m)\n"
+	"  -u, --user=USER            drop privileges to USER after binding\n"
+	"  -U, --udp-port=0           accepted for compatibility; no UDP\n"
+	"      --idle-timeout=SECS    close idle connections (default 0: off)\n"
+	"      --stall-timeout=SECS   close connections whose output does not\n"
+	"                             drain (default 30)\n"
+	"      --output-limit=SIZE    pending output before reads pause\n"
+	"                             (default 1m)\n"
+	"  -v, --verbose              more logging (-vv: debug)\n"
+	"  -h, --help                 this help\n"
+	"  -V, --version              print the version\n";
+
+enum { OPT_IDLE = 256, OPT_STALL, OPT_OUTPUT };
+
+static const struct option options[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "unix-socket", required_argument, NULL, 's' },
+	{ "unix-mask", required_argument, NULL, 'a' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "memory-limit", required_argument, NULL, 'm' },
+	{ "conn-limit", required_argument, NULL, 'c' },
+	{ "max-item-size", required_argument, NULL, 'I' },
+	{ "user", required_argument, NULL, 'u' },
+	{ "udp-port", required_argument, NULL, 'U' },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "stall-timeout", required_argument, NULL, OPT_STALL },
+	{ "output-limit", required_argument, NULL, OPT_OUTPUT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Parses an integer in [min, max]; base 0 allows octal for masks. */
+static bool parse_long(const char *s, long min, long max, int base, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, base);
+	if (errno || end == s || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* A size with an optional k or m suffix (binary units). */
+static bool parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	errno = 0;
+	if (*s == '-')
+		return false;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	if (*end == 'k' || *end == 'K')
+		mult = 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		mult = 1024 * 1024, end++;
+	if (*end || v == 0 || v > max / mult)
+		return false;
+	*out = v * mult;
+	return true;
+}
+
+static int bad(const char *opt, const char *arg, const char *why)
+{
+	fprintf(stderr, "rhkvd: invalid %s '%s': %s\n", opt, arg, why);
+	fprintf(stderr, "try 'rhkvd --help'\n");
+	return CONFIG_EXIT_USAGE;
+}
+
+static void defaults(struct config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->port = 11311;
+	cfg->unix_mask = 0700;
+	cfg->threads = cores > 0 ? (int)cores : 4;
+	cfg->memory_limit = 64ull << 20;
+	cfg->conn_limit = 1024;
+	cfg->max_item_size = 1 << 20;
+	cfg->stall_timeout = 30;
+	cfg->output_hwm = 1 << 20;
+}
+
+int config_parse(struct config *cfg, int argc, char **argv)
+{
+	uint64_t size;
+	long v;
+	int opt;
+
+	defaults(cfg);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:l:s:a:t:m:c:I:u:U:vhV",
+				  options, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (!parse_long(optarg, 0, 65535, 10, &v))
+				return bad("port", optarg, "not in 0..65535");
+			cfg->port = (int)v;
+			break;
+		case 'l':
+			if (cfg->nlisten == CONFIG_MAX_LISTEN)
+				return bad("listen", optarg, "too many");
+			cfg->listen[cfg->nlisten++] = optarg;
+			break;
+		case 's':
+			cfg->unix_socket = optarg;
+			break;
+		case 'a':
+			if (!parse_long(optarg, 0, 0777, 8, &v))
+				return bad("unix mask", optarg, "not octal");
+			cfg->unix_mask = (unsigned int)v;
+			break;
+		case 't':
+			if (!parse_long(optarg, 1, 256, 10, &v))
+				return bad("threads", optarg, "not in 1..256");
+			cfg->threads = (int)v;
+			break;
+		case 'm':
+			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
+				return bad("memory limit", optarg,
+					   "not a number of MiB");
+			cfg->memory_limit = (uint64_t)v << 20;
+			break;
+		case 'c':
+			if (!parse_long(optarg, 1, 1 << 20, 10, &v))
+				return bad("connection limit", optarg,
+					   "not in 1..1048576");
+			cfg->conn_limit = (int)v;
+			break;
+		case 'I':
+			if (!parse_size(optarg, 1ull << 30, &size) ||
+			    size < 1024)
+				return bad("max item size", optarg,
+					   "not a size from 1k to 1024m");
+			cfg->max_item_size = (uint32_t)size;
+			break;
+		case 'u':
+			cfg->user = optarg;
+			break;
+		case 'U':
+			if (!parse_long(optarg, 0, 0, 10, &v))
+				return bad("UDP port", optarg,
+					   "UDP is never served; only 0");
+			break;
+		case OPT_IDLE:
+			if (!parse_long(optarg, 0, 1L << 30, 10, &v))
+				return bad("idle timeout", optarg,
+					   "not seconds");
+			cfg->idle_timeout = (int)v;
+			break;
+		case OPT_STALL:
+			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
+				return bad("stall timeout", optarg,
+					   "not seconds");
+			cfg->stall_timeout = (int)v;
+			break;
+		case OPT_OUTPUT:
+			if (!parse_size(optarg, 1ull << 30, &size))
+				return bad("output limit", optarg,
+					   "not a size");
+			cfg->output_hwm = (size_t)size;
+			break;
+		case 'v':
+			cfg->verbose++;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		case 'V':
+			printf("rhkvd %s\n", RHKV_VERSION);
+			return 1;
+		case ':':
+			fprintf(stderr, "rhkvd: option '%s' needs a value\n",
+				argv[optind - 1]);
+			return CONFIG_EXIT_USAGE;
+		default:
+			fprintf(stderr, "rhkvd: unknown option '%s'\n",
+				argv[optind - 1]);
+			fprintf(stderr, "try 'rhkvd --help'\n");
+			return CONFIG_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rhkvd: unexpected argument '%s'\n",
+			argv[optind]);
+		return CONFIG_EXIT_USAGE;
+	}
+	if (cfg->nlisten == 0)
+		cfg->listen[cfg->nlisten++] = "127.0.0.1";
+	return 0;
+}
+
+void config_each(const struct config *cfg,
+		 void (*fn)(const char *name, const char *value, void *arg),
+		 void *arg)
+{
+	char buf[64];
+	char listen[256] = "";
+
+	for (int i = 0; i < cfg->nlisten; i++) {
+		if (i)
+			strncat(listen, ",",
+				sizeof(listen) - strlen(listen) - 1);
+		strncat(listen, cfg->listen[i],
+			sizeof(listen) - strlen(listen) - 1);
+	}
+#define NUM(name, fmt, val)                           \
+	do {                                          \
+		snprintf(buf, sizeof(buf), fmt, val); \
+		fn(name, buf, arg);                   \
+	} while (0)
+	NUM("maxbytes", "%" PRIu64, cfg->memory_limit);
+	NUM("maxconns", "%d", cfg->conn_limit);
+	NUM("tcpport", "%d", cfg->port);
+	NUM("udpport", "%d", 0);
+	fn("inter", listen, arg);
+	NUM("verbosity", "%d", cfg->verbose);
+	fn("domain_socket", cfg->unix_socket ? cfg->unix_socket : "NULL", arg);
+	NUM("umask", "%o", cfg->unix_mask);
+	NUM("num_threads", "%d", cfg->threads);
+	NUM("item_size_max", "%u", cfg->max_item_size);
+	NUM("idle_timeout", "%d", cfg->idle_timeout);
+	NUM("stall_timeout", "%d", cfg->stall_timeout);
+	NUM("output_limit", "%zu", cfg->output_hwm);
+	fn("user", cfg->user ? cfg->user : "NULL", arg);
+	fn("cas_enabled", "yes", arg);
+#undef NUM
+}

@@ -1,0 +1,49 @@
+/*
+ * rhkvd's options: defaults, command-line parsing (memcached-compatible
+ * where the meaning is the same), and listing for `stats settings`.
+ */
+#ifndef RHKV_SERVER_CONFIG_H
+#define RHKV_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_LISTEN 16
+/* The version `version` and `stats` report: memcached's protocol level
+ * first, as clients and checkers parse it, then ours. */
+#define RHKV_VERSION "1.6.18-rhkv-0.1.0"
+
+struct config {
+	int port;
+	const char *listen[CONFIG_MAX_LISTEN];
+	int nlisten;
+	const char *unix_socket;
+	unsigned int unix_mask;
+	int threads;
+	uint64_t memory_limit; /* bytes */
+	int conn_limit;
+	uint32_t max_item_size;
+	int verbose;
+	const char *user;
+	int idle_timeout;  /* seconds, 0: off */
+	int stall_timeout; /* seconds */
+	size_t output_hwm; /* bytes of pending output before reads pause */
+};
+
+/* Exit code for bad usage (EX_USAGE). */
+#define CONFIG_EXIT_USAGE 64
+
+/*
+ * Fills cfg from argv. Returns 0 to run, 1 when the program should exit
+ * successfully (help, version printed), or CONFIG_EXIT_USAGE after
+ * printing why to stderr.
+ */
+int config_parse(struct config *cfg, int argc, char **argv);
+
+/* Calls fn(name, value) for each setting, for `stats settings`. */
+void config_each(const struct config *cfg,
+		 void (*fn)(const char *name, const char *value, void *arg),
+		 void *arg);
+
+#endif

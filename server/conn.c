@@ -1,0 +1,275 @@
+/*
+ * A connection's lifecycle: read what the socket has, execute every
+ * complete request in one pass, write all replies with one write, and apply
+ * backpressure (no reading while output is past the high-water mark).
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proto/text.h"
+#include "server.h"
+
+#define RBUF_INITIAL 16384
+
+static void conn_on_event(evutil_socket_t fd, short what, void *arg);
+
+struct conn *conn_new(struct worker *w, int fd)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		goto fail;
+	c->w = w;
+	c->fd = fd;
+	c->rcap = RBUF_INITIAL;
+	c->rbuf = malloc(c->rcap);
+	c->out = evbuffer_new();
+	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, conn_on_event, c);
+	c->wev =
+		event_new(w->base, fd, EV_WRITE | EV_PERSIST, conn_on_event, c);
+	if (!c->rbuf || !c->out || !c->rev || !c->wev ||
+	    event_add(c->rev, NULL)) {
+		conn_close(c);
+		return NULL;
+	}
+	c->last_active = cache_now();
+	c->next = w->conns;
+	if (c->next)
+		c->next->prev = c;
+	w->conns = c;
+	w->nconns++;
+	return c;
+fail:
+	close(fd);
+	atomic_fetch_sub(&w->srv->curr_conns, 1);
+	return NULL;
+}
+
+void conn_close(struct conn *c)
+{
+	struct worker *w = c->w;
+
+	if (c->prev || w->conns == c) {
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			w->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		w->nconns--;
+	}
+	if (c->rev)
+		event_free(c->rev);
+	if (c->wev)
+		event_free(c->wev);
+	if (c->out)
+		evbuffer_free(c->out); /* drops references to large items */
+	free(c->rbuf);
+	close(c->fd);
+	atomic_fetch_sub(&w->srv->curr_conns, 1);
+	free(c);
+}
+
+static void reply(struct conn *c, const char *s)
+{
+	evbuffer_add(c->out, s, strlen(s));
+}
+
+/* Most a request can need in the input buffer: a line and a value. */
+static size_t rbuf_limit(const struct conn *c)
+{
+	return PROTO_GET_LINE_MAX + (size_t)c->w->srv->cfg.max_item_size + 2;
+}
+
+/* Executes the complete requests in rbuf; returns false to stop reading. */
+static void process(struct conn *c)
+{
+	const struct config *cfg = &c->w->srv->cfg;
+	const struct proto_limits lim = { .max_value = cfg->max_item_size };
+	size_t off = 0;
+
+	while (off < c->rlen && !c->close_when_done &&
+	       evbuffer_get_length(c->out) < cfg->output_hwm) {
+		const char *buf = c->rbuf + off;
+		size_t n = c->rlen - off;
+		struct proto_req req;
+
+		if (c->swallow) {
+			size_t k = c->swallow < n ? (size_t)c->swallow : n;
+
+			off += k;
+			c->swallow -= k;
+			continue;
+		}
+		switch (proto_text_parse(buf, n, &lim, &req)) {
+		case PROTO_NEED_MORE:
+			goto done;
+		case PROTO_OK:
+			cmd_execute(c, buf, &req);
+			break;
+		case PROTO_ERROR:
+			reply(c, "ERROR\r\n");
+			break;
+		case PROTO_CLIENT_ERROR:
+			/* memcached: noreply silences errors too. */
+			if (!req.noreply)
+				evbuffer_add_printf(c->out,
+						    "CLIENT_ERROR %s\r\n",
+						    req.error);
+			break;
+		case PROTO_TOO_LARGE:
+			if (!req.noreply)
+				reply(c, "SERVER_ERROR object too large for "
+					 "cache\r\n");
+			if (req.cmd == PROTO_CMD_SET) /* as memcached */
+				cache_delete(
+					c->w->srv->cache,
+					(struct cache_key){ buf + req.key.off,
+							    req.key.len });
+			c->swallow = req.swallow;
+			break;
+		case PROTO_LINE_TOO_LONG:
+			reply(c, "CLIENT_ERROR line too long\r\n");
+			c->close_when_done = true;
+			req.len = n;
+			break;
+		case PROTO_CLOSE:
+			c->close_when_done = true;
+			req.len = n;
+			break;
+		}
+		off += req.len;
+	}
+done:
+	if (off) {
+		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+		c->rlen -= off;
+	}
+}
+
+/* Reads once; returns false when the connection must close now. */
+static bool conn_read(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->rlen == c->rcap) {
+		size_t cap = c->rcap * 2;
+		char *p;
+
+		if (cap > rbuf_limit(c))
+			cap = rbuf_limit(c);
+		if (cap == c->rcap)
+			return false; /* the parser bounds lines: cannot happen */
+		p = realloc(c->rbuf, cap);
+		if (!p)
+			return false;
+		c->rbuf = p;
+		c->rcap = cap;
+	}
+	n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+	if (n == 0)
+		return false;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	c->rlen += (size_t)n;
+	c->last_active = cache_now();
+	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
+	return true;
+}
+
+/* Writes what it can; returns false on a broken connection. */
+static bool conn_write(struct conn *c)
+{
+	size_t before = evbuffer_get_length(c->out);
+	int n;
+
+	if (!before)
+		return true;
+	n = evbuffer_write(c->out, c->fd);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	if (n > 0) {
+		STAT_ADD(&c->w->stats, bytes_written, (unsigned long)n);
+		c->last_active = cache_now();
+		c->stalled_since = 0;
+	}
+	return true;
+}
+
+/* Subscribes to what the connection now waits for. */
+static void update_events(struct conn *c)
+{
+	size_t pending = evbuffer_get_length(c->out);
+	bool want_read =
+		!c->close_when_done && pending < c->w->srv->cfg.output_hwm;
+
+	if (pending) {
+		event_add(c->wev, NULL);
+		if (!c->stalled_since)
+			c->stalled_since = cache_now();
+	} else {
+		event_del(c->wev);
+		c->stalled_since = 0;
+	}
+	if (want_read == c->read_paused) {
+		if (want_read)
+			event_add(c->rev, NULL);
+		else
+			event_del(c->rev);
+		c->read_paused = !want_read;
+	}
+}
+
+static void conn_on_event(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	if ((what & EV_READ) && !conn_read(c)) {
+		conn_close(c);
+		return;
+	}
+	/* Also after a write: requests held back by backpressure. */
+	process(c);
+	if (!conn_write(c)) {
+		conn_close(c);
+		return;
+	}
+	if (c->close_when_done && !evbuffer_get_length(c->out)) {
+		conn_close(c);
+		return;
+	}
+	update_events(c);
+}
+
+void conn_shutdown(struct conn *c)
+{
+	c->close_when_done = true;
+	if (!evbuffer_get_length(c->out)) {
+		conn_close(c);
+		return;
+	}
+	update_events(c);
+}
+
+void conn_tick(struct conn *c, int64_t now)
+{
+	const struct config *cfg = &c->w->srv->cfg;
+
+	if (c->stalled_since && now - c->stalled_since >= cfg->stall_timeout) {
+		log_info("closing connection %d: output stalled %d s", c->fd,
+			 cfg->stall_timeout);
+		conn_close(c);
+		return;
+	}
+	if (cfg->idle_timeout && now - c->last_active >= cfg->idle_timeout) {
+		log_debug("closing idle connection %d", c->fd);
+		conn_close(c);
+	}
+}

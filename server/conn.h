@@ -1,0 +1,43 @@
+/*
+ * One client connection: its input buffer, output buffer, and lifecycle,
+ * owned by one worker thread. Requests in the input are executed in one
+ * pass and their replies written with one write; partial requests wait.
+ */
+#ifndef RHKV_SERVER_CONN_H
+#define RHKV_SERVER_CONN_H
+
+#include <event2/buffer.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct worker;
+
+struct conn {
+	struct worker *w;
+	int fd;
+	struct event *rev, *wev;
+	char *rbuf;
+	size_t rlen, rcap;
+	struct evbuffer *out;
+	uint64_t swallow;      /* bytes of a too-large value to discard */
+	bool close_when_done;  /* quit, line too long, shutdown */
+	bool read_paused;      /* backpressure */
+	int64_t last_active;   /* seconds: last byte read or written */
+	int64_t stalled_since; /* seconds: output pending, none written */
+	struct conn *prev, *next;
+};
+
+/* Takes over fd; NULL (fd closed) when out of memory. */
+struct conn *conn_new(struct worker *w, int fd);
+/* Closes now, dropping pending output. */
+void conn_close(struct conn *c);
+/* Stops reading; closes once the pending output is written. */
+void conn_shutdown(struct conn *c);
+/* Once a second: idle and stall timeouts. */
+void conn_tick(struct conn *c, int64_t now);
+
+/* Executes one parsed request (cmd.c); replies go to c->out. */
+struct proto_req;
+void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req);
+
+#endif

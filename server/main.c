@@ -1,0 +1,214 @@
+/*
+ * rhkvd: start-up (options, listeners, privileges, workers), the accept
+ * loop on the main thread, and an orderly shutdown on SIGTERM/SIGINT.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/thread.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "server.h"
+
+#define EXIT_OS_ERROR 71 /* EX_OSERR, as memcached on a failed bind */
+
+static const char too_many[] = "ERROR Too many open connections\r\n";
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int socklen, void *arg)
+{
+	struct server *srv = arg;
+	int one = 1;
+
+	(void)l;
+	(void)socklen;
+	if (atomic_fetch_add(&srv->curr_conns, 1) >= srv->cfg.conn_limit) {
+		atomic_fetch_sub(&srv->curr_conns, 1);
+		atomic_fetch_add(&srv->rejected_conns, 1);
+		/* Best effort, as memcached: the socket buffer is empty. */
+		if (write(fd, too_many, sizeof(too_many) - 1) < 0)
+			log_debug("rejected connection: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	atomic_fetch_add(&srv->total_conns, 1);
+	if (sa->sa_family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	worker_hand_off(&srv->workers[srv->next_worker++ % srv->nworkers], fd);
+}
+
+static int listen_tcp(struct server *srv, const char *addr)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	char spec[300];
+	struct evconnlistener *l;
+
+	snprintf(spec, sizeof(spec), strchr(addr, ':') ? "[%s]:%d" : "%s:%d",
+		 addr, srv->cfg.port);
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len)) {
+		log_error("cannot parse listen address '%s'", addr);
+		return -1;
+	}
+	l = evconnlistener_new_bind(srv->base, on_accept, srv,
+				    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+					    LEV_OPT_CLOSE_ON_EXEC,
+				    1024, (struct sockaddr *)&ss, len);
+	if (!l) {
+		log_error("cannot listen on %s: %s", spec, strerror(errno));
+		return -1;
+	}
+	srv->listeners[srv->nlisteners++] = l;
+	log_info("listening on %s", spec);
+	return 0;
+}
+
+static int listen_unix(struct server *srv, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct evconnlistener *l;
+	mode_t old;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_error("unix socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	unlink(path); /* a stale socket from a previous run */
+	old = umask(~srv->cfg.unix_mask & 0777);
+	l = evconnlistener_new_bind(srv->base, on_accept, srv,
+				    LEV_OPT_CLOSE_ON_FREE |
+					    LEV_OPT_CLOSE_ON_EXEC,
+				    1024, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (!l) {
+		log_error("cannot listen on %s: %s", path, strerror(errno));
+		return -1;
+	}
+	srv->listeners[srv->nlisteners++] = l;
+	log_info("listening on unix socket %s", path);
+	return 0;
+}
+
+static int drop_privileges(const char *user)
+{
+	struct passwd *pw;
+
+	if (getuid() != 0 && geteuid() != 0) {
+		if (user)
+			log_warn("not root: ignoring -u %s", user);
+		return 0;
+	}
+	if (!user) {
+		log_warn("running as root; use -u USER to drop privileges");
+		return 0;
+	}
+	pw = getpwnam(user);
+	if (!pw) {
+		log_error("unknown user '%s'", user);
+		return -1;
+	}
+	if (setgid(pw->pw_gid) || initgroups(pw->pw_name, pw->pw_gid) ||
+	    setuid(pw->pw_uid)) {
+		log_error("cannot become '%s': %s", user, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)what;
+	log_info("signal %d: shutting down", (int)sig);
+	event_base_loopbreak(srv->base);
+}
+
+static int start(struct server *srv)
+{
+	for (int i = 0; i < srv->cfg.nlisten; i++)
+		if (listen_tcp(srv, srv->cfg.listen[i]))
+			return EXIT_OS_ERROR;
+	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))
+		return EXIT_OS_ERROR;
+	if (drop_privileges(srv->cfg.user))
+		return EXIT_OS_ERROR;
+	srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
+	srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
+	if (!srv->sigterm || !srv->sigint || event_add(srv->sigterm, NULL) ||
+	    event_add(srv->sigint, NULL) || workers_start(srv)) {
+		log_error("cannot start: out of resources");
+		return EXIT_OS_ERROR;
+	}
+	log_info("rhkvd %s ready: %d threads, %u MiB, max item %u bytes",
+		 RHKV_VERSION, srv->cfg.threads,
+		 (unsigned int)(srv->cfg.memory_limit >> 20),
+		 srv->cfg.max_item_size);
+	event_base_dispatch(srv->base);
+	return 0;
+}
+
+static void stop(struct server *srv)
+{
+	/* Stop accepting first, then let workers finish their replies. */
+	for (int i = 0; i < srv->nlisteners; i++)
+		evconnlistener_free(srv->listeners[i]);
+	srv->nlisteners = 0;
+	if (srv->cfg.unix_socket)
+		unlink(srv->cfg.unix_socket);
+	if (srv->workers)
+		workers_stop(srv);
+	if (srv->sigterm)
+		event_free(srv->sigterm);
+	if (srv->sigint)
+		event_free(srv->sigint);
+}
+
+int main(int argc, char **argv)
+{
+	static struct server srv;
+	int rc;
+
+	rc = config_parse(&srv.cfg, argc, argv);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	log_init("rhkvd", srv.cfg.verbose >= 2	 ? LOG_DEBUG
+			  : srv.cfg.verbose == 1 ? LOG_INFO
+						 : LOG_WARN);
+	signal(SIGPIPE, SIG_IGN);
+	rhkv_rcu_register_thread();
+	if (evthread_use_pthreads()) {
+		log_error("libevent has no pthreads support");
+		return EXIT_OS_ERROR;
+	}
+	pthread_mutex_init(&srv.stats_lock, NULL);
+	srv.started = cache_now();
+	srv.cache = cache_create((unsigned int)srv.cfg.threads);
+	srv.base = event_base_new();
+	if (!srv.cache || !srv.base) {
+		log_error("out of memory at start-up");
+		return EXIT_OS_ERROR;
+	}
+	rc = start(&srv);
+	stop(&srv);
+	cache_destroy(srv.cache);
+	event_base_free(srv.base);
+	pthread_mutex_destroy(&srv.stats_lock);
+	rhkv_rcu_unregister_thread();
+	libevent_global_shutdown();
+	if (!rc)
+		log_info("stopped");
+	return rc;
+}

@@ -1,0 +1,69 @@
+/*
+ * The daemon's shared state: configuration, the cache, the workers, and
+ * process-wide connection counters. Passed around explicitly (no global).
+ */
+#ifndef RHKV_SERVER_SERVER_H
+#define RHKV_SERVER_SERVER_H
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "cache.h"
+#include "config.h"
+#include "stats.h"
+
+struct conn;
+
+struct fd_node {
+	int fd;
+	struct fd_node *next;
+};
+
+struct worker {
+	struct server *srv;
+	unsigned int id;
+	pthread_t tid;
+	struct event_base *base;
+	struct event *notify; /* activated by the listener thread */
+	struct event *tick;   /* once a second: timeouts */
+	pthread_mutex_t lock; /* inbox, stop */
+	struct fd_node *inbox;
+	bool stop;
+	bool stopping; /* worker-local: draining connections */
+	struct conn *conns;
+	unsigned int nconns;
+	struct thread_stats stats;
+};
+
+struct server {
+	struct config cfg;
+	struct cache *cache;
+	struct worker *workers;
+	unsigned int nworkers;
+	unsigned int next_worker;
+	struct event_base *base; /* listeners and signals */
+	struct evconnlistener *listeners[CONFIG_MAX_LISTEN + 1];
+	int nlisteners;
+	struct event *sigterm, *sigint;
+	int64_t started;
+	_Atomic int curr_conns;
+	_Atomic unsigned long total_conns;
+	_Atomic unsigned long rejected_conns;
+	_Atomic int verbosity;
+	pthread_mutex_t stats_lock; /* baseline */
+	struct stats_sum baseline;  /* subtracted: `stats reset` */
+};
+
+/* Adds up every worker's counters, minus the last reset. */
+void server_sum_stats(struct server *srv, struct stats_sum *sum);
+void server_reset_stats(struct server *srv);
+
+/* Worker threads (worker.c). */
+int workers_start(struct server *srv);
+void worker_hand_off(struct worker *w, int fd);
+void workers_stop(struct server *srv);
+
+#endif

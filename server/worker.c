@@ -1,0 +1,165 @@
+/*
+ * Worker threads: each runs its own event_base and owns the connections
+ * the listener hands it (round-robin). The hand-off queue and the stop flag
+ * are the only state shared with other threads, under worker->lock.
+ */
+#include <event2/thread.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "conn.h"
+#include "server.h"
+
+/* Timeouts are checked, and a stopping worker looks for its end, this often. */
+static const struct timeval tick_interval = { 0, 250000 };
+
+static void worker_check_done(struct worker *w)
+{
+	if (w->stopping && w->nconns == 0)
+		event_base_loopbreak(w->base);
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct fd_node *list;
+	bool stop;
+
+	(void)fd;
+	(void)what;
+	pthread_mutex_lock(&w->lock);
+	list = w->inbox;
+	w->inbox = NULL;
+	stop = w->stop;
+	pthread_mutex_unlock(&w->lock);
+	while (list) {
+		struct fd_node *next = list->next;
+
+		if (stop) {
+			close(list->fd);
+			atomic_fetch_sub(&w->srv->curr_conns, 1);
+		} else {
+			conn_new(w, list->fd);
+		}
+		free(list);
+		list = next;
+	}
+	if (stop && !w->stopping) {
+		/* Finish replies already computed, read nothing more. */
+		w->stopping = true;
+		for (struct conn *c = w->conns, *next; c; c = next) {
+			next = c->next;
+			conn_shutdown(c);
+		}
+	}
+	worker_check_done(w);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	int64_t now = cache_now();
+
+	(void)fd;
+	(void)what;
+	for (struct conn *c = w->conns, *next; c; c = next) {
+		next = c->next;
+		conn_tick(c, now);
+	}
+	worker_check_done(w);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	rhkv_rcu_register_thread();
+	event_base_dispatch(w->base);
+	while (w->conns)
+		conn_close(w->conns);
+	rhkv_rcu_unregister_thread();
+	return NULL;
+}
+
+static int worker_init(struct server *srv, struct worker *w, unsigned int id)
+{
+	w->srv = srv;
+	w->id = id;
+	pthread_mutex_init(&w->lock, NULL);
+	w->base = event_base_new();
+	if (!w->base)
+		return -1;
+	w->notify = event_new(w->base, -1, EV_PERSIST, on_notify, w);
+	w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
+	if (!w->notify || !w->tick || event_add(w->notify, NULL) ||
+	    event_add(w->tick, &tick_interval))
+		return -1;
+	return 0;
+}
+
+static void worker_free(struct worker *w)
+{
+	if (w->notify)
+		event_free(w->notify);
+	if (w->tick)
+		event_free(w->tick);
+	if (w->base)
+		event_base_free(w->base);
+	pthread_mutex_destroy(&w->lock);
+}
+
+int workers_start(struct server *srv)
+{
+	unsigned int n = (unsigned int)srv->cfg.threads;
+
+	srv->workers = calloc(n, sizeof(*srv->workers));
+	if (!srv->workers)
+		return -1;
+	for (unsigned int i = 0; i < n; i++) {
+		if (worker_init(srv, &srv->workers[i], i))
+			return -1;
+		srv->nworkers = i + 1;
+		if (pthread_create(&srv->workers[i].tid, NULL, worker_main,
+				   &srv->workers[i]))
+			return -1;
+	}
+	return 0;
+}
+
+void worker_hand_off(struct worker *w, int fd)
+{
+	struct fd_node *node = malloc(sizeof(*node));
+
+	if (!node) {
+		close(fd);
+		atomic_fetch_sub(&w->srv->curr_conns, 1);
+		return;
+	}
+	node->fd = fd;
+	pthread_mutex_lock(&w->lock);
+	node->next = w->inbox;
+	w->inbox = node;
+	pthread_mutex_unlock(&w->lock);
+	event_active(w->notify, EV_READ, 0);
+}
+
+void workers_stop(struct server *srv)
+{
+	for (unsigned int i = 0; i < srv->nworkers; i++) {
+		struct worker *w = &srv->workers[i];
+
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		pthread_mutex_unlock(&w->lock);
+		event_active(w->notify, EV_READ, 0);
+	}
+	for (unsigned int i = 0; i < srv->nworkers; i++) {
+		pthread_join(srv->workers[i].tid, NULL);
+		worker_free(&srv->workers[i]);
+	}
+	free(srv->workers);
+	srv->workers = NULL;
+	srv->nworkers = 0;
+}

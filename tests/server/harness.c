@@ -1,0 +1,561 @@
+/*
+ * Integration test harness (see harness.h): server processes started with
+ * fork/exec on a free loopback port and stopped by PID, and blocking client
+ * connections whose every read has a deadline.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ARGS 64
+
+long long h_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void h_sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static const char *server_from_env(void)
+{
+	const char *v = getenv(H_ENV_SERVER);
+
+	if (!v || !*v)
+		v = getenv(H_ENV_SERVER_DEFAULT);
+	return v && *v ? v : "memcached";
+}
+
+enum srv_kind srv_kind_from_env(void)
+{
+	const char *v = server_from_env();
+	const char *base = strrchr(v, '/');
+
+	base = base ? base + 1 : v;
+	return strcmp(base, "memcached") == 0 ? SRV_MEMCACHED : SRV_RHKVD;
+}
+
+/* A port that was free a moment ago (bind to port 0, read it back). */
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int port = -1;
+
+	if (fd < 0)
+		return -1;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+/* "1k", "2m", "4096" in bytes; 0 if unparsable. */
+static unsigned long parse_size(const char *s)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (*end == 'k' || *end == 'K')
+		v *= 1024;
+	else if (*end == 'm' || *end == 'M')
+		v *= 1024 * 1024;
+	return v;
+}
+
+/* Fills ARGV (static strings and the two buffers) for one start. */
+static int build_argv(const char **argv, enum srv_kind kind,
+		      const char *const *extra, char *portbuf, char *chunkbuf)
+{
+	int n = 0;
+
+	argv[n++] = server_from_env();
+	if (kind == SRV_MEMCACHED) {
+		argv[n++] = "-u";
+		argv[n++] = "root";
+		argv[n++] = "-U";
+		argv[n++] = "0";
+	}
+	argv[n++] = "-p";
+	argv[n++] = portbuf;
+	argv[n++] = "-l";
+	argv[n++] = "127.0.0.1";
+	argv[n++] = "-t";
+	argv[n++] = "2";
+	for (size_t i = 0; extra && extra[i]; i++) {
+		if (n >= MAX_ARGS - 3)
+			return -1;
+		argv[n++] = extra[i];
+		if (kind == SRV_MEMCACHED && strcmp(extra[i], "-I") == 0 &&
+		    extra[i + 1]) {
+			unsigned long sz = parse_size(extra[i + 1]);
+
+			if (sz && sz < 1024 * 1024) {
+				snprintf(chunkbuf, 48, "slab_chunk_max=%lu",
+					 sz / 2);
+				argv[n++] = extra[++i];
+				argv[n++] = "-o";
+				argv[n++] = chunkbuf;
+			}
+		}
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+/* In the child: die with the parent, drop inherited descriptors, exec. */
+static void exec_child(const char **argv, pid_t parent)
+{
+	sigset_t none;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	/* criterion's pipes must not stay open in the server */
+	syscall(SYS_close_range, 3U, ~0U, 0U);
+	execvp(argv[0], (char *const *)argv);
+	static const char msg[] = "harness: cannot execute the server\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(126);
+	_exit(127);
+}
+
+/* Waits until S answers "version" or exits; 0, or -1 (child reaped). */
+static int wait_ready(struct srv *s)
+{
+	long long deadline = h_now_ms() + 10000;
+	int status;
+
+	while (h_now_ms() < deadline) {
+		struct hconn *c;
+
+		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+			s->pid = 0;
+			return -1;
+		}
+		c = hc_open(s->port);
+		if (!c) {
+			h_sleep_ms(10);
+			continue;
+		}
+		long n = -1;
+
+		if (hc_send(c, "version\r\n", 9) == 0)
+			n = hc_line(c, s->version, sizeof(s->version), 5000);
+		hc_close(&c);
+		if (n > 8 && strncmp(s->version, "VERSION ", 8) == 0)
+			return 0;
+		fprintf(stderr, "harness: bad reply to version on port %d\n",
+			s->port);
+		break;
+	}
+	srv_stop(s);
+	return -1;
+}
+
+int srv_start(struct srv *s, const char *const *extra)
+{
+	const char *argv[MAX_ARGS];
+	char portbuf[16], chunkbuf[48];
+
+	memset(s, 0, sizeof(*s));
+	s->kind = srv_kind_from_env();
+	for (int attempt = 0; attempt < 5; attempt++) {
+		pid_t parent = getpid();
+
+		s->port = free_port();
+		if (s->port < 0)
+			continue;
+		snprintf(portbuf, sizeof(portbuf), "%d", s->port);
+		if (build_argv(argv, s->kind, extra, portbuf, chunkbuf) < 0) {
+			fprintf(stderr, "harness: too many server flags\n");
+			return -1;
+		}
+		fflush(NULL);
+		s->pid = fork();
+		if (s->pid < 0) {
+			s->pid = 0;
+			perror("harness: fork");
+			return -1;
+		}
+		if (s->pid == 0)
+			exec_child(argv, parent);
+		if (wait_ready(s) == 0)
+			return 0;
+		fprintf(stderr,
+			"harness: %s did not start on port %d (try %d)\n",
+			argv[0], s->port, attempt + 1);
+	}
+	return -1;
+}
+
+int srv_stop(struct srv *s)
+{
+	int status = -1;
+	long long deadline;
+
+	if (s->pid <= 0)
+		return -1;
+	kill(s->pid, SIGTERM);
+	deadline = h_now_ms() + 5000;
+	while (waitpid(s->pid, &status, WNOHANG) == 0) {
+		if (h_now_ms() > deadline) {
+			fprintf(stderr, "harness: pid %d ignored SIGTERM\n",
+				(int)s->pid);
+			kill(s->pid, SIGKILL);
+			waitpid(s->pid, &status, 0);
+			break;
+		}
+		h_sleep_ms(5);
+	}
+	s->pid = 0;
+	return status;
+}
+
+struct hconn *hc_open(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	struct hconn *c;
+	int one = 1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return NULL;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	c->fd = fd;
+	return c;
+}
+
+void hc_close(struct hconn **c)
+{
+	if (!*c)
+		return;
+	close((*c)->fd);
+	free(*c);
+	*c = NULL;
+}
+
+int hc_send(struct hconn *c, const void *p, size_t n)
+{
+	const char *b = p;
+
+	while (n > 0) {
+		ssize_t w = send(c->fd, b, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int hc_sendf(struct hconn *c, const char *fmt, ...)
+{
+	static _Thread_local char buf[65536];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return hc_send(c, buf, (size_t)n);
+}
+
+int hc_send_split(struct hconn *c, const void *p, size_t n, size_t chunk,
+		  unsigned delay_us)
+{
+	const char *b = p;
+
+	while (n > 0) {
+		size_t k = n < chunk ? n : chunk;
+		struct timespec ts = { 0, (long)delay_us * 1000 };
+
+		if (hc_send(c, b, k) < 0)
+			return -1;
+		b += k;
+		n -= k;
+		if (delay_us)
+			nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* Refills the buffer: 1 bytes came, 0 closed, -1 deadline passed. */
+static int fill(struct hconn *c, long long deadline)
+{
+	if (c->off == c->len)
+		c->off = c->len = 0;
+	for (;;) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		long long left = deadline - h_now_ms();
+		int r;
+
+		if (left < 0)
+			left = 0;
+		r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			return -1;
+		ssize_t got = recv(c->fd, c->buf + c->len,
+				   sizeof(c->buf) - c->len, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return 0; /* EOF, or reset: closed either way */
+		c->len += (size_t)got;
+		return 1;
+	}
+}
+
+size_t hc_read(struct hconn *c, void *dst, size_t n, int timeout_ms)
+{
+	long long deadline = h_now_ms() + timeout_ms;
+	char *d = dst;
+	size_t done = 0;
+
+	while (done < n) {
+		if (c->off == c->len && fill(c, deadline) != 1)
+			break;
+		size_t k = c->len - c->off;
+
+		if (k > n - done)
+			k = n - done;
+		memcpy(d + done, c->buf + c->off, k);
+		c->off += k;
+		done += k;
+	}
+	return done;
+}
+
+long hc_line(struct hconn *c, char *dst, size_t cap, int timeout_ms)
+{
+	long long deadline = h_now_ms() + timeout_ms;
+	size_t done = 0;
+
+	for (;;) {
+		if (c->off == c->len && fill(c, deadline) != 1)
+			return -1;
+		while (c->off < c->len) {
+			char ch = c->buf[c->off++];
+
+			if (done + 1 >= cap)
+				return -1;
+			dst[done++] = ch;
+			if (ch == '\n') {
+				dst[done] = '\0';
+				return (long)done;
+			}
+		}
+	}
+}
+
+int hc_closed(struct hconn *c, int timeout_ms)
+{
+	if (c->off < c->len)
+		return -1;
+	switch (fill(c, h_now_ms() + timeout_ms)) {
+	case 0:
+		return 1;
+	case 1:
+		return -1;
+	default:
+		return 0;
+	}
+}
+
+bool hc_expect(struct hconn *c, const void *exp, size_t n, int timeout_ms,
+	       char *msg, size_t cap)
+{
+	long long deadline = h_now_ms() + timeout_ms;
+	const char *e = exp;
+	char *got = malloc(n + 256);
+	size_t done = 0;
+	int fill_rc = 1; /* 0: the server closed; -1: timed out */
+
+	while (done < n) {
+		if (c->off == c->len && (fill_rc = fill(c, deadline)) != 1)
+			break;
+		got[done] = c->buf[c->off++];
+		done++;
+		if (got[done - 1] != e[done - 1])
+			break;
+	}
+	bool ok = done == n && memcmp(got, e, n) == 0;
+
+	if (!ok) {
+		/* the first differing (or missing) byte, with some context */
+		size_t diff = fill_rc == 1 ? done - 1 : done;
+		size_t from = diff > 100 ? diff - 60 : 0;
+		char *a = malloc(cap), *b = malloc(cap);
+
+		if (fill_rc == 1)
+			done += hc_read(c, got + done, 255, 100);
+		size_t na = n - from, nb = done - from;
+
+		if (na > diff - from + 200)
+			na = diff - from + 200;
+		if (nb > diff - from + 200)
+			nb = diff - from + 200;
+		h_escape(a, cap / 3, e + from, na);
+		h_escape(b, cap / 3, got + from, nb);
+		snprintf(msg, cap,
+			 "reply mismatch at byte %zu of %zu%s\n"
+			 "  expected %s\"%s\"\n  got      %s\"%s\"",
+			 diff, n,
+			 fill_rc == 0	 ? " (the server closed)"
+			 : fill_rc == -1 ? " (timed out)"
+					 : "",
+			 from ? "..." : "", a, from ? "..." : "", b);
+		free(a);
+		free(b);
+	}
+	free(got);
+	return ok;
+}
+
+char *h_escape(char *dst, size_t cap, const void *src, size_t n)
+{
+	const unsigned char *s = src;
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char tmp[8];
+		unsigned char ch = s[i];
+
+		if (ch == '\r')
+			strcpy(tmp, "\\r");
+		else if (ch == '\n')
+			strcpy(tmp, "\\n");
+		else if (ch == '\t')
+			strcpy(tmp, "\\t");
+		else if (ch == '\\' || ch == '"')
+			snprintf(tmp, sizeof(tmp), "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			snprintf(tmp, sizeof(tmp), "\\x%02x", ch);
+		else
+			snprintf(tmp, sizeof(tmp), "%c", ch);
+		if (o + strlen(tmp) + 4 >= cap) {
+			strcpy(dst + o, "...");
+			return dst;
+		}
+		strcpy(dst + o, tmp);
+		o += strlen(tmp);
+	}
+	dst[o] = '\0';
+	return dst;
+}
+
+void hbuf_add(struct hbuf *b, const void *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		b->p = realloc(b->p, cap);
+		if (!b->p)
+			abort();
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void hbuf_printf(struct hbuf *b, const char *fmt, ...)
+{
+	char tmp[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		abort();
+	hbuf_add(b, tmp, (size_t)n);
+}
+
+void hbuf_free(struct hbuf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+int hc_value(struct hconn *c, struct hvalue *v, int timeout_ms)
+{
+	char tail[2];
+	int used = 0;
+
+	memset(v->line, 0, sizeof(v->line));
+	v->cas = 0;
+	if (hc_line(c, v->line, sizeof(v->line), timeout_ms) < 0)
+		return -1;
+	if (strcmp(v->line, "END\r\n") == 0)
+		return 0;
+	int n = sscanf(v->line, "VALUE %255s %lu %zu %llu%n", v->key, &v->flags,
+		       &v->len, &v->cas, &used);
+
+	if (n < 3 || v->len > sizeof(v->val))
+		return -1;
+	if (hc_read(c, v->val, v->len, timeout_ms) != v->len ||
+	    hc_read(c, tail, 2, timeout_ms) != 2 || memcmp(tail, "\r\n", 2))
+		return -1;
+	return 1;
+}

@@ -1,0 +1,170 @@
+/*
+ * Integration test harness: starts the server under test (rhkvd, or the
+ * reference memcached) on a free 127.0.0.1 port and stops it by PID, and
+ * gives the tests buffered, blocking TCP clients with deadlines and
+ * byte-exact reply checks that print both sides escaped on a mismatch.
+ */
+#ifndef RHKV_TESTS_SERVER_HARNESS_H
+#define RHKV_TESTS_SERVER_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * RHKV_TEST_SERVER names the server: a path to rhkvd, started as
+ *   PATH -p PORT -l 127.0.0.1 -t 2 EXTRA...
+ * or `memcached` (or any path whose last component is `memcached`), started
+ *   memcached -u root -U 0 -p PORT -l 127.0.0.1 -t 2 EXTRA...
+ * Unset, RHKV_TEST_SERVER_DEFAULT (what meson sets: the rhkvd it built)
+ * applies, then `memcached`. EXTRA holds memcached-compatible flags; for
+ * memcached an `-I SIZE` below 1m also gets `-o slab_chunk_max=SIZE/2`,
+ * without which memcached 1.6 refuses to start.
+ */
+#define H_ENV_SERVER	     "RHKV_TEST_SERVER"
+#define H_ENV_SERVER_DEFAULT "RHKV_TEST_SERVER_DEFAULT"
+
+enum srv_kind {
+	SRV_RHKVD,
+	SRV_MEMCACHED,
+};
+
+struct srv {
+	enum srv_kind kind;
+	pid_t pid;	  /* 0 when not running */
+	int port;	  /* 127.0.0.1 port it listens on */
+	char version[80]; /* its reply to "version", "\r\n" included */
+};
+
+/* Default deadline of one reply, in milliseconds. */
+#define H_TIMEOUT_MS 5000
+/* Size of a mismatch message (both sides escaped). */
+#define H_MSG_CAP 4096
+
+/* The kind RHKV_TEST_SERVER names, without starting anything. */
+enum srv_kind srv_kind_from_env(void);
+
+/*
+ * Starts the server with the NULL-terminated EXTRA flags (NULL: none) on a
+ * free port, waits until it answers "version", and fills *s. The child dies
+ * with the calling thread (PR_SET_PDEATHSIG), so a crashed test leaks no
+ * server. Returns 0, or -1 with a message on stderr.
+ */
+int srv_start(struct srv *s, const char *const *extra);
+
+/*
+ * SIGTERM, then SIGKILL if it has not exited within 5 s; reaps it. Returns
+ * its wait status (0: exited with status 0), or -1 if it was not running.
+ * Safe to call twice.
+ */
+int srv_stop(struct srv *s);
+
+/* A client connection with its own read buffer. */
+struct hconn {
+	int fd;
+	size_t off, len; /* unread bytes are buf[off .. len) */
+	char buf[16384];
+};
+
+/* Connects to 127.0.0.1:PORT (TCP_NODELAY); NULL with errno on failure. */
+struct hconn *hc_open(int port);
+/* Closes and frees *c, sets *c = NULL; NULL is fine. */
+void hc_close(struct hconn **c);
+
+/* Sends all N bytes (MSG_NOSIGNAL). 0, or -1 with errno. */
+int hc_send(struct hconn *c, const void *p, size_t n);
+/* Formats (at most 64 KiB) and sends. 0, or -1 with errno. */
+int hc_sendf(struct hconn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Sends in writes of at most CHUNK bytes, sleeping DELAY_US after each. */
+int hc_send_split(struct hconn *c, const void *p, size_t n, size_t chunk,
+		  unsigned delay_us);
+
+/*
+ * Reads exactly N bytes unless the peer closes or TIMEOUT_MS pass first.
+ * Returns the count read (a reset counts as a close).
+ */
+size_t hc_read(struct hconn *c, void *dst, size_t n, int timeout_ms);
+/*
+ * Reads one line, "\n" included, NUL-terminated. Returns its length, or -1
+ * on close, timeout, or a line longer than CAP - 1.
+ */
+long hc_line(struct hconn *c, char *dst, size_t cap, int timeout_ms);
+/* 1: the peer closed (EOF or reset) within TIMEOUT_MS; 0: still open and
+ * silent; -1: bytes arrived instead (they stay buffered). */
+int hc_closed(struct hconn *c, int timeout_ms);
+
+/*
+ * Reads len(EXP) bytes and compares. On a mismatch (or short read) writes
+ * "expected ... got ..." with both sides escaped into MSG and returns false;
+ * it stops waiting at the first differing byte.
+ */
+bool hc_expect(struct hconn *c, const void *exp, size_t n, int timeout_ms,
+	       char *msg, size_t cap);
+
+/* One item of a get/gets/gat/gats reply. */
+struct hvalue {
+	char key[256];
+	unsigned long flags;
+	unsigned long long cas; /* 0 when the line has none */
+	size_t len;		/* value length; the value is in val */
+	char val[65536];
+	char line[512]; /* the header line as received, for messages */
+};
+
+/*
+ * Reads "VALUE <key> <flags> <bytes> [<cas>]\r\n<data>\r\n" into *V and
+ * returns 1, or reads "END\r\n" and returns 0; -1 on anything else (the line
+ * is in v->line).
+ */
+int hc_value(struct hconn *c, struct hvalue *v, int timeout_ms);
+
+/* Writes SRC as a C string literal body ("\r\n", "\x01") into DST,
+ * truncating with "..." past CAP; returns DST. */
+char *h_escape(char *dst, size_t cap, const void *src, size_t n);
+
+/* A growable byte buffer for building large requests. */
+struct hbuf {
+	char *p;
+	size_t len, cap;
+};
+
+void hbuf_add(struct hbuf *b, const void *p, size_t n);
+void hbuf_printf(struct hbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void hbuf_free(struct hbuf *b);
+
+/* Monotonic milliseconds. */
+long long h_now_ms(void);
+/* Sleeps MS milliseconds. */
+void h_sleep_ms(long ms);
+
+/*
+ * Criterion helpers (expand only where criterion is included). EXPECT
+ * compares the next bytes with a literal; SEND sends a literal; RT does
+ * both (one round trip); SYNC checks that nothing unexpected is pending by
+ * a "version" round trip.
+ */
+#define EXPECT_N(c, buf, n)                                            \
+	do {                                                           \
+		char m_[H_MSG_CAP];                                    \
+		cr_assert(hc_expect((c), (buf), (n), H_TIMEOUT_MS, m_, \
+				    sizeof(m_)),                       \
+			  "%s", m_);                                   \
+	} while (0)
+#define EXPECT(c, lit) EXPECT_N((c), (lit), sizeof(lit) - 1)
+#define SEND_N(c, buf, n) \
+	cr_assert(hc_send((c), (buf), (n)) == 0, "send: errno %d", errno)
+#define SEND(c, lit) SEND_N((c), (lit), sizeof(lit) - 1)
+#define RT(c, req, rep)           \
+	do {                      \
+		SEND((c), req);   \
+		EXPECT((c), rep); \
+	} while (0)
+#define SYNC(c, s)                                                 \
+	do {                                                       \
+		SEND((c), "version\r\n");                          \
+		EXPECT_N((c), (s)->version, strlen((s)->version)); \
+	} while (0)
+
+#endif /* RHKV_TESTS_SERVER_HARNESS_H */

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Real clients against the server under test: memccapable -a (libmemcached's
+# ASCII conformance checker), memccp/memccat/memcstat, and pymemcache under
+# Debian's /usr/bin/python3 (the python3 on PATH lacks Debian's packages).
+# Starts its own server on a free 127.0.0.1 port, stops it by PID on exit.
+set -euo pipefail
+
+server=${RHKV_TEST_SERVER:-${RHKV_TEST_SERVER_DEFAULT:-memcached}}
+py=/usr/bin/python3
+
+for tool in memccapable memccp memccat memcstat; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "SKIP: $tool missing (apt-get install libmemcached-tools)"
+		exit 77
+	fi
+done
+if ! "$py" -c 'import pymemcache' 2>/dev/null; then
+	echo "SKIP: pymemcache missing (apt-get install python3-pymemcache)"
+	exit 77
+fi
+
+tmp=$(mktemp -d)
+pid=
+
+# stop_server: SIGTERM, SIGKILL after 5 s; sets $status to its exit status.
+status=0
+stop_server() {
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "server $pid ignored SIGTERM" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	status=0
+	wait "$pid" 2>/dev/null || status=$?
+	pid=
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
+
+free_port() {
+	"$py" -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ready PORT: true once the server there answers "version".
+ready() {
+	"$py" - "$1" <<'EOF'
+import socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+    s.sendall(b"version\r\n")
+    sys.exit(0 if s.recv(100).startswith(b"VERSION ") else 1)
+except OSError:
+    sys.exit(1)
+EOF
+}
+
+start_server() {
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		if [ "$(basename "$server")" = memcached ]; then
+			"$server" -u root -U 0 -p "$port" -l 127.0.0.1 -t 2 &
+		else
+			"$server" -p "$port" -l 127.0.0.1 -t 2 &
+		fi
+		pid=$!
+		for _ in $(seq 100); do
+			if ! kill -0 "$pid" 2>/dev/null; then
+				break
+			fi
+			if ready "$port"; then
+				return 0
+			fi
+			sleep 0.1
+		done
+		stop_server
+	done
+	echo "FAIL: $server did not start" >&2
+	exit 1
+}
+
+start_server
+servers="--servers=127.0.0.1:$port"
+echo "== server: $server on port $port (pid $pid)"
+
+echo "== memccapable -a"
+out=$(memccapable -a -h 127.0.0.1 -p "$port" -t 5 2>&1) || {
+	echo "$out"
+	echo "FAIL: memccapable -a"
+	exit 1
+}
+echo "$out"
+grep -q '^All tests passed' <<<"$out"
+
+echo "== memccp / memccat"
+printf 'hello, world\n' >"$tmp/text.txt"
+"$py" -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 300 + b"\r\nEND\r\n")' >"$tmp/binary.bin"
+: >"$tmp/empty.txt"
+memccp "$servers" --flags=7 "$tmp/text.txt" "$tmp/binary.bin" "$tmp/empty.txt"
+for f in text.txt binary.bin empty.txt; do
+	memccat "$servers" --file="$tmp/$f.out" "$f"
+	cmp "$tmp/$f" "$tmp/$f.out"
+done
+flags_out=$(memccat "$servers" --flags text.txt)
+[ "${flags_out%%$'\n'*}" = 7 ]
+if memccat "$servers" no-such-key >/dev/null 2>&1; then
+	echo "FAIL: memccat found a missing key"
+	exit 1
+fi
+
+echo "== memcstat"
+stat_out=$(memcstat "$servers")
+echo "$stat_out" | head -n 5
+grep -q "^Server: 127.0.0.1 ($port)" <<<"$stat_out"
+grep -q "pid: $pid\$" <<<"$stat_out"
+ver_out=$(memcstat "$servers" --server-version 2>&1)
+grep -q "^127.0.0.1:$port " <<<"$ver_out"
+
+echo "== pymemcache"
+"$py" - "$port" <<'EOF'
+import sys, time
+from pymemcache.client.base import Client
+
+port = int(sys.argv[1])
+c = Client(("127.0.0.1", port), connect_timeout=5, timeout=5,
+           default_noreply=False)
+c.flush_all()
+assert c.set("k", b"v") is True
+assert c.get("k") == b"v"
+assert c.get("nx") is None
+assert c.add("k", b"x") is False and c.add("k2", b"2") is True
+assert c.replace("nx", b"x") is False and c.replace("k2", b"22") is True
+assert c.append("k2", b"3") is True and c.prepend("k2", b"1") is True
+assert c.get("k2") == b"1223"
+binary = bytes(range(256)) + b"\r\nEND\r\n"
+assert c.set("bin", binary) and c.get("bin") == binary
+assert c.set("empty", b"") and c.get("empty") == b""
+
+value, cas = c.gets("k")
+assert value == b"v" and cas
+assert c.cas("k", b"w", cas) is True
+assert c.cas("k", b"x", cas) is False  # EXISTS
+assert c.cas("nx", b"x", cas) is None  # NOT_FOUND
+assert c.get("k") == b"w"
+assert c.gets_many(["k", "nx"])["k"][0] == b"w"
+
+assert c.set("n", b"10")
+assert c.incr("n", 5) == 15
+assert c.decr("n", 100) == 0
+assert c.incr("n", 2**64 - 1) == 2**64 - 1
+assert c.incr("n", 1) == 0
+assert c.incr("nx", 1) is None and c.decr("nx", 1) is None
+try:
+    c.incr("k", 1)
+    raise AssertionError("incr on a non-numeric value succeeded")
+except Exception as e:
+    assert "non-numeric" in str(e), e
+
+assert c.delete("k") is True
+assert c.delete("k") is False
+assert c.get("k") is None
+
+assert c.set("t", b"t", expire=1)
+assert c.touch("t", expire=100) is True
+assert c.touch("nx", expire=100) is False
+time.sleep(2.2)
+assert c.get("t") == b"t", "touch did not extend the TTL"
+
+assert c.set_many({"a": b"1", "b": b"2", "c": b"3"}) == []
+assert c.get_many(["a", "nx", "b", "c"]) == {"a": b"1", "b": b"2", "c": b"3"}
+assert c.delete_many(["a", "b"]) is True
+assert c.get_many(["a", "b", "c"]) == {"c": b"3"}
+
+assert c.version()
+stats = c.stats()
+assert b"pid" in stats and b"curr_items" in stats, stats
+assert c.flush_all() is True
+assert c.get("c") is None
+c.close()
+print("pymemcache: all checks passed")
+EOF
+
+echo "== shutdown"
+stop_server
+if [ "$status" -ne 0 ]; then
+	echo "FAIL: server exit status $status after SIGTERM"
+	exit 1
+fi
+echo "PASS"
