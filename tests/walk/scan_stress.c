@@ -164,7 +164,7 @@ static bool full_scan(struct scanner *sc)
 	struct stress *s = sc->s;
 	struct scan_stress_result *res = s->res;
 	struct rhashtable_stats before = walk_stats(&s->ht), after;
-	int64_t deadline = walk_now_ms() + STRESS_MAX_SCAN_MS;
+	int64_t deadline = test_now_ms() + STRESS_MAX_SCAN_MS;
 	uint64_t cursor = 0;
 	unsigned int stable = s->cfg->stable_keys;
 	unsigned long ncalls = 0;
@@ -191,7 +191,7 @@ static bool full_scan(struct scanner *sc)
 		}
 		if (atomic_load(&s->failed))
 			return false;
-		if (walk_now_ms() > deadline) {
+		if (test_now_ms() > deadline) {
 			stress_fail(s, "count %u: a full scan took over %d ms",
 				    sc->count, STRESS_MAX_SCAN_MS);
 			return false;
@@ -286,7 +286,7 @@ static void run_threads(struct stress *s, struct scanner *scanners)
 	static const unsigned int counts[SCAN_STRESS_COUNTS] = { 1, 10, 1000 };
 	struct rhashtable_stats before, after;
 	pthread_t churn;
-	int64_t start = walk_now_ms(), elapsed;
+	int64_t start = test_now_ms(), elapsed;
 
 	pthread_create(&churn, NULL, churn_main, s);
 	before = walk_stats(&s->ht);
@@ -302,8 +302,8 @@ static void run_threads(struct stress *s, struct scanner *scanners)
 			       &scanners[i]);
 	}
 	do {
-		walk_sleep_ms(10);
-		elapsed = walk_now_ms() - start;
+		test_sleep_ms(10);
+		elapsed = test_now_ms() - start;
 	} while (!atomic_load(&s->failed) && !enough(s, elapsed) &&
 		 elapsed < s->cfg->duration_ms + STRESS_EXTRA_MS);
 	atomic_store(&s->stop_scans, true);
@@ -315,7 +315,7 @@ static void run_threads(struct stress *s, struct scanner *scanners)
 	atomic_store(&s->stop_churn, true);
 	pthread_join(churn, NULL);
 
-	s->res->elapsed_ms = (unsigned long)(walk_now_ms() - start);
+	s->res->elapsed_ms = (unsigned long)(test_now_ms() - start);
 	s->res->grows = after.grows - before.grows;
 	s->res->shrinks = after.shrinks - before.shrinks;
 	s->res->reseeds = after.reseeds - before.reseeds;

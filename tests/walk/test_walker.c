@@ -113,7 +113,7 @@ Test(walker, one_section_returns_all_present_with_writers)
 	struct writer w = { .ht = &ht };
 	unsigned int *seen = calloc(STABLE, sizeof(*seen));
 	unsigned long walks = 0, eagain_walks = 0, overlapped = 0;
-	int64_t end = walk_now_ms() + 1000;
+	int64_t end = test_now_ms() + 1000;
 	pthread_t thread;
 
 	cr_assert(seen);
@@ -123,8 +123,8 @@ Test(walker, one_section_returns_all_present_with_writers)
 	pthread_create(&thread, NULL, writer_main, &w);
 
 	/* A second, then on until a resize has hit a walk (4 s at most). */
-	while (walks < MIN_WALKS || walk_now_ms() < end ||
-	       (!eagain_walks && walk_now_ms() < end + 4000)) {
+	while (walks < MIN_WALKS || test_now_ms() < end ||
+	       (!eagain_walks && test_now_ms() < end + 4000)) {
 		struct rhashtable_iter iter;
 		unsigned long ops = atomic_load(&w.ops);
 		unsigned int eagain = 0;

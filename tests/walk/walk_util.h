@@ -14,6 +14,7 @@
 #include "common/rcu.h"
 #include "common/rhashtable.h"
 #include "common/rhashtable_internal.h"
+#include "tests/common/test_util.h"
 
 #define WOBJ_MAGIC 0x5ca11ed5u
 
@@ -107,31 +108,15 @@ static const struct rhashtable_params wobj_collide_params = {
 	.hashfn = wobj_collide_hash,
 };
 
-static inline int64_t walk_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static inline void walk_sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * Polls cond every millisecond until it holds or timeout_ms have passed;
  * evaluates to cond's final value.
  */
 #define WALK_WAIT_FOR(cond, timeout_ms)                           \
 	__extension__({                                           \
-		int64_t deadline_ = walk_now_ms() + (timeout_ms); \
-		while (!(cond) && walk_now_ms() < deadline_)      \
-			walk_sleep_ms(1);                         \
+		int64_t deadline_ = test_now_ms() + (timeout_ms); \
+		while (!(cond) && test_now_ms() < deadline_)      \
+			test_sleep_ms(1);                         \
 		(bool)(cond);                                     \
 	})
 
@@ -152,7 +137,7 @@ static inline bool walk_wait_resizes(struct rhashtable *ht, unsigned long grows,
 				     unsigned long shrinks,
 				     unsigned long reseeds, long timeout_ms)
 {
-	int64_t deadline = walk_now_ms() + timeout_ms;
+	int64_t deadline = test_now_ms() + timeout_ms;
 
 	for (;;) {
 		struct rhashtable_stats st = walk_stats(ht);
@@ -160,9 +145,9 @@ static inline bool walk_wait_resizes(struct rhashtable *ht, unsigned long grows,
 		if (st.grows >= grows && st.shrinks >= shrinks &&
 		    st.reseeds >= reseeds && !st.resizing)
 			return true;
-		if (walk_now_ms() > deadline)
+		if (test_now_ms() > deadline)
 			return false;
-		walk_sleep_ms(1);
+		test_sleep_ms(1);
 	}
 }
 
