@@ -33,6 +33,7 @@ struct worker {
 	struct fd_node *inbox;
 	bool stop;
 	bool stopping; /* worker-local: draining connections */
+	int64_t stop_started;
 	struct conn *conns;
 	unsigned int nconns;
 	struct thread_stats stats;

@@ -15,9 +15,17 @@
 /* Timeouts are checked, and a stopping worker looks for its end, this often. */
 static const struct timeval tick_interval = { 0, 250000 };
 
+/* A client that does not read its last replies delays shutdown this long. */
+#define SHUTDOWN_GRACE_S 5
+
 static void worker_check_done(struct worker *w)
 {
-	if (w->stopping && w->nconns == 0)
+	if (!w->stopping)
+		return;
+	if (w->nconns && cache_now() - w->stop_started >= SHUTDOWN_GRACE_S)
+		while (w->conns)
+			conn_close(w->conns);
+	if (w->nconns == 0)
 		event_base_loopbreak(w->base);
 }
 
@@ -49,6 +57,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 	if (stop && !w->stopping) {
 		/* Finish replies already computed, read nothing more. */
 		w->stopping = true;
+		w->stop_started = cache_now();
 		for (struct conn *c = w->conns, *next; c; c = next) {
 			next = c->next;
 			conn_shutdown(c);
