@@ -3,8 +3,9 @@
 #   1. formatting check (clang-format, the repo's .clang-format);
 #   2. the normal build, warnings as errors, every test;
 #   3. an ASan+UBSan build, every test (leaks and UB are errors);
-#   4. a TSan build, the stress tests (plain executables: criterion cannot
-#      start under TSan on Debian 12);
+#   4. a TSan build: the stress tests (plain executables: criterion cannot
+#      start under TSan on Debian 12), and the integration tests of the
+#      normal build run against the TSan rhkvd;
 #   5. the libFuzzer targets (clang, ASan+UBSan): each replays its seed
 #      corpus and runs a fixed number of new inputs with a fixed seed.
 # Ends with one line "N passed, N failed".
@@ -48,6 +49,11 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 ./scripts/build.sh build-tsan -Dwerror=true --buildtype=debugoptimized \
 	-Db_sanitize=thread
 run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
+# The daemon under TSan: the integration tests (criterion, normal build)
+# drive the TSan rhkvd; a report makes it exit non-zero, which they check.
+RHKV_TEST_SERVER=$PWD/build-tsan/server/rhkvd \
+	run_suite build --no-rebuild --suite integration \
+	--timeout-multiplier 3 || status=1
 
 echo "build: build-fuzz (clang, -Dfuzz=true, ASan+UBSan)"
 if [ ! -f build-fuzz/build.ninja ]; then
