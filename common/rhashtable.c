@@ -229,22 +229,36 @@ static void set_secret(struct bucket_table *tbl, const struct siphash_key *key)
 	tbl->seed = (uint32_t)(key->k0 ^ (key->k0 >> 32) ^ key->k1);
 }
 
+#define CACHE_LINE 64
+
 static struct bucket_table *table_alloc(unsigned int size,
 					const struct siphash_key *secret,
 					uint32_t generation)
 {
 	struct bucket_table *tbl;
+	void *raw;
 
 	/* calloc: large arrays come from fresh, zeroed pages, touched only
-	 * when a bucket is first used. NULL is an empty, unlocked bucket. */
-	tbl = calloc(1, sizeof(*tbl) + (size_t)size * sizeof(tbl->buckets[0]));
-	if (!tbl)
+	 * when a bucket is first used. NULL is an empty, unlocked bucket.
+	 * Over-allocated by a line so the table starts on a cache line, as
+	 * the layout of struct bucket_table assumes. */
+	raw = calloc(1, sizeof(*tbl) + (size_t)size * sizeof(tbl->buckets[0]) +
+				CACHE_LINE - 1);
+	if (!raw)
 		return NULL;
+	tbl = (struct bucket_table *)(((uintptr_t)raw + CACHE_LINE - 1) &
+				      ~(uintptr_t)(CACHE_LINE - 1));
+	tbl->alloc = raw;
 	tbl->size = size;
 	tbl->mask = size - 1;
 	tbl->generation = generation;
 	set_secret(tbl, secret);
 	return tbl;
+}
+
+static void table_free(struct bucket_table *tbl)
+{
+	free(tbl->alloc);
 }
 
 /* ---- the resize worker ---- */
@@ -358,7 +372,7 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 					  1, memory_order_relaxed);
 	/* Readers may still be in old (or about to follow its future_tbl). */
 	rhkv_rcu_synchronize();
-	free(old);
+	table_free(old);
 	return 1;
 }
 
@@ -559,7 +573,7 @@ static int table_init(struct rhashtable *ht,
 no_thread:
 	pthread_cond_destroy(&ctl->cond);
 	pthread_mutex_destroy(&ctl->lock);
-	free(tbl);
+	table_free(tbl);
 no_table:
 	free(ctl);
 	ht->ctl = NULL;
@@ -618,7 +632,7 @@ void rhashtable_free_and_destroy(struct rhashtable *ht,
 		for (unsigned int i = 0; free_fn && i < tbl->size; i++)
 			free_chain(ht, rht__bucket_first(&tbl->buckets[i]),
 				   free_fn, arg);
-		free(tbl);
+		table_free(tbl);
 		tbl = next;
 	}
 	pthread_cond_destroy(&ctl->cond);

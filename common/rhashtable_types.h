@@ -72,9 +72,16 @@ struct bucket_table {
 	uint32_t generation;
 	struct siphash_key secret;
 	_Atomic(struct bucket_table *) future_tbl;
-	_Atomic unsigned int rehash;
 	struct rhashtable_walker *walkers; /* stopped walks, ctl->lock */
-	_Atomic uintptr_t buckets[];
+	void *alloc;			   /* what calloc returned, for free */
+	/*
+	 * Written by the worker after every bucket it moves: on a cache line
+	 * of its own, so that the line every lookup reads (size, mask,
+	 * secret, future_tbl) is not invalidated while a resize runs.
+	 */
+	_Alignas(64) _Atomic unsigned int rehash;
+	/* Buckets start on the next line, away from both. */
+	_Alignas(64) _Atomic uintptr_t buckets[];
 };
 
 /* A stopped walk, parked on its table so a resize can tell it. */
