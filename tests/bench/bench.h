@@ -37,8 +37,7 @@
 
 #define BENCH_MAX_THREADS 64
 #define BENCH_MAX_SIZES	  16
-
-#define BENCH_MAX_ROUNDS 15
+#define BENCH_MAX_ROUNDS  15
 
 enum bench_impl { IMPL_RHT, IMPL_LFHT, IMPL_RWT, NR_IMPLS };
 enum bench_op { OP_LOOKUP, OP_INSERT, OP_MIX, NR_OPS };
@@ -260,28 +259,34 @@ void table_destroy(enum bench_impl impl, void *tbl, void *objs, size_t n);
 
 /*
  * liburcu 0.13's cds_lfht can stop growing for good (seen here on 2 CPUs,
- * mostly with several inserting threads or right after a destroy): its
- * lazy resize launch queues the resize work and only then sets
- * resize_initiated, so a resize worker that runs at once (woken, or still
- * awake) can finish first and leave the flag set; no resize is launched
- * again, chains grow without bound and inserts slow to a crawl (a 10M
- * fill never ends). Whoever inserts into a cds_lfht calls lfht_watch()
- * every few ms with the number of inserts so far; when the rate falls
- * below 1/8 of the best 100 ms window (or 20000/s) three windows in a row,
- * it forces a resize with cds_lfht_resize() (which clears the flag) and
- * counts it in lfht_kicks; figures measured across a kick are flagged.
+ * in roughly one 10M fill out of three, more often with two inserting
+ * threads or right after another table was destroyed): chains then grow
+ * without bound and a 10M fill never ends. A cds_lfht_resize() call gets
+ * it growing again, which points at its resize_initiated flag being left
+ * set: the lazy resize launch queues the resize work and only then sets
+ * the flag, so a resize worker that runs at once can finish (and clear
+ * it) first. Whoever inserts into a cds_lfht calls lfht_watch() every few
+ * ms with the number of inserts and the inserters' CPU time so far; when
+ * the rate per CPU second falls below 1/8 of the best 100 ms window three
+ * windows in a row, it forces a resize to the largest power of two not
+ * above the count (at least what cds_lfht's own policy would reach),
+ * counts it in lfht_kicks, and the figures measured across it are flagged.
  */
 struct lfht_watch {
-	int64_t t;
+	int64_t t, cpu;
 	uint64_t progress;
-	double best; /* inserts/s */
+	double best; /* inserts per CPU second */
 	int strikes;
 };
 
 extern unsigned long lfht_kicks;
 
 void lfht_watch_init(struct lfht_watch *lw);
-void lfht_watch(struct lfht_watch *lw, void *tbl, uint64_t progress);
+/* cpu: CPU time of the inserting threads so far (ns). */
+void lfht_watch(struct lfht_watch *lw, void *tbl, uint64_t progress,
+		int64_t cpu);
+/* clock_gettime() in ns; 0 on error (a thread that exited). */
+int64_t clock_ns(clockid_t c);
 
 /* ---- bench_resize.c ---- */
 

@@ -188,19 +188,36 @@ static struct run_result run_threads(struct run *r, int64_t limit_ns)
 		struct lfht_watch lw;
 		int done = 0;
 
+		clockid_t cpu_clock[BENCH_MAX_THREADS];
+		int64_t cpu_last[BENCH_MAX_THREADS] = { 0 };
+
+		/* Fails if the thread has already exited: its CPU time then
+		 * stays 0, which only delays the watch. */
+		for (int t = 0; t < r->nthreads; t++)
+			if (pthread_getcpuclockid(r->w[t].th, &cpu_clock[t]))
+				cpu_clock[t] = CLOCK_THREAD_CPUTIME_ID;
 		lfht_watch_init(&lw);
 		while (done < r->nthreads) {
 			uint64_t progress = 0;
+			int64_t cpu = 0;
 
 			sleep_ns(20000000);
 			done = 0;
 			for (int t = 0; t < r->nthreads; t++) {
+				int64_t c =
+					cpu_clock[t] == CLOCK_THREAD_CPUTIME_ID
+						? 0
+						: clock_ns(cpu_clock[t]);
+
+				/* 0 once the thread is gone: keep the last */
+				cpu_last[t] = c ? c : cpu_last[t];
+				cpu += cpu_last[t];
 				done += atomic_load(&r->w[t].done);
 				progress += atomic_load_explicit(
 					&r->w[t].progress,
 					memory_order_relaxed);
 			}
-			lfht_watch(&lw, r->tbl, progress);
+			lfht_watch(&lw, r->tbl, progress, cpu);
 		}
 	}
 	for (int t = 0; t < r->nthreads; t++) {
@@ -269,9 +286,14 @@ static int64_t cap_ns(void)
 	return 2 * cell_ns();
 }
 
-/* Inserts objs[0..n) into fresh tables, again until `seconds` is spent. */
+/*
+ * Inserts objs[0..n) into fresh tables, again until `seconds` is spent.
+ * With keep, the last table is not destroyed but returned there, to serve
+ * the lookups (building a 10M table anew takes seconds); *kept_kicks then
+ * says whether cds_lfht needed a forced resize while it was filled.
+ */
 static double insert_cell(enum bench_impl impl, int nthreads, size_t n,
-			  void *objs, int round)
+			  void *objs, int round, void **keep, bool *kept_kicks)
 {
 	struct run *r = new_run(impl, OP_INSERT, nthreads, n, round);
 	int64_t wall0 = now_ns(), timed = 0, destroy_ns = 0, td;
@@ -280,20 +302,31 @@ static double insert_cell(enum bench_impl impl, int nthreads, size_t n,
 
 	r->objs = objs;
 	split(r, 0, n);
-	do {
+	for (;;) {
+		unsigned long kicks = lfht_kicks;
 		struct run_result res;
+		bool more;
 
 		r->tbl = table_new(impl, 0);
 		res = run_threads(r, 0);
 		timed += res.ns;
 		ops += res.ops;
 		reps++;
+		/* Decided once: the same answer for keep and the loop. */
+		more = timed < cell_ns() && now_ns() - wall0 < cap_ns();
+		if (!more && keep) {
+			*keep = r->tbl;
+			*kept_kicks = lfht_kicks != kicks;
+			break;
+		}
 		/* Every insert succeeded (run_threads checks): no need to
 		 * count, which takes cds_lfht a while. */
 		td = now_ns();
 		table_destroy(impl, r->tbl, objs, n);
 		destroy_ns += now_ns() - td;
-	} while (timed < cell_ns() && now_ns() - wall0 < cap_ns());
+		if (!more)
+			break;
+	}
 	if (opt.verbose)
 		printf("    insert %s %d thr: %.2f s inserting, %.2f s "
 		       "destroying, %.2f s in all, %d reps\n",
@@ -431,13 +464,16 @@ static void finish_row(struct row *w)
 	fflush(stdout);
 }
 
-/* Measures one op at every thread count. */
-static void run_op(enum bench_op op, size_t n, void *tbls[], void *objs[])
+/*
+ * Measures one op at every thread count. For OP_INSERT with tbls, the
+ * tables of the very last round are kept there (see insert_cell).
+ */
+static void run_op(enum bench_op op, size_t n, void *tbls[], void *objs[],
+		   bool kept_kicks[])
 {
 	for (int ti = 0; ti < opt.nr_threads; ti++) {
 		int nt = opt.threads[ti];
 		struct row *w = &rows[nr_rows++];
-
 		unsigned long kicks = lfht_kicks;
 
 		w->n = n;
@@ -447,8 +483,14 @@ static void run_op(enum bench_op op, size_t n, void *tbls[], void *objs[])
 			for (int i = 0; i < NR_IMPLS; i++) {
 				double m;
 
+				bool last = ti == opt.nr_threads - 1 &&
+					    k == opt.rounds - 1;
+
 				if (op == OP_INSERT)
-					m = insert_cell(i, nt, n, objs[i], k);
+					m = insert_cell(i, nt, n, objs[i], k,
+							tbls && last ? &tbls[i]
+								     : NULL,
+							&kept_kicks[i]);
 				else if (op == OP_LOOKUP)
 					m = lookup_cell(i, nt, n, tbls[i], k);
 				else
@@ -465,25 +507,29 @@ static void run_size(size_t n)
 {
 	void *objs[NR_IMPLS], *tbls[NR_IMPLS], *pools[NR_IMPLS];
 	bool need = opt.ops[OP_LOOKUP] || opt.ops[OP_MIX];
+	bool kicked[NR_IMPLS] = { false };
 	int64_t t0 = now_ns();
 
 	for (int i = 0; i < NR_IMPLS; i++) {
 		objs[i] = xcalloc(n, impl_obj_size[i]);
 		objs_init(i, objs[i], 0, n);
 	}
+	/* The lookups use the tables of the last insert round, if any. */
 	if (opt.ops[OP_INSERT])
-		run_op(OP_INSERT, n, NULL, objs);
+		run_op(OP_INSERT, n, need ? tbls : NULL, objs, kicked);
 	if (need) {
 		for (int i = 0; i < NR_IMPLS; i++) {
 			int64_t tb = now_ns();
 			unsigned long kicks = lfht_kicks;
 
-			tbls[i] = table_new(i, 0);
-			table_fill(i, tbls[i], objs[i], 0, n);
-			if (lfht_kicks != kicks)
+			if (!opt.ops[OP_INSERT]) {
+				tbls[i] = table_new(i, 0);
+				table_fill(i, tbls[i], objs[i], 0, n);
+				kicked[i] = lfht_kicks != kicks;
+			}
+			if (kicked[i])
 				printf("  (cds_lfht's table of %zu keys for "
-				       "the "
-				       "lookups needed a forced resize)\n",
+				       "the lookups needed a forced resize)\n",
 				       n);
 			table_settle(i, tbls[i], n);
 			/* (Counting takes cds_lfht seconds at 10M keys, and
@@ -492,21 +538,21 @@ static void run_size(size_t n)
 				die("%s holds %zu objects, not %zu",
 				    impl_name[i], table_count(i, tbls[i]), n);
 			if (opt.verbose)
-				printf("    %s: table of %zu keys built in "
+				printf("    %s: table of %zu keys ready in "
 				       "%.2f s\n",
 				       impl_name[i], n,
 				       (double)(now_ns() - tb) / 1e9);
 		}
 		/* Lookups first: the mix may leave a larger bucket array. */
 		if (opt.ops[OP_LOOKUP])
-			run_op(OP_LOOKUP, n, tbls, objs);
+			run_op(OP_LOOKUP, n, tbls, objs, kicked);
 		if (opt.ops[OP_MIX]) {
 			for (int i = 0; i < NR_IMPLS; i++) {
 				pools[i] =
 					xcalloc(mix_pool(n), impl_obj_size[i]);
 				objs_init(i, pools[i], n, mix_pool(n));
 			}
-			run_op(OP_MIX, n, tbls, pools);
+			run_op(OP_MIX, n, tbls, pools, kicked);
 			for (int i = 0; i < NR_IMPLS; i++)
 				free(pools[i]);
 		}
@@ -562,9 +608,11 @@ int main(int argc, char **argv)
 	printf("%.2f s per measurement, %d rounds (median), hash SipHash-1-3 "
 	       "for all three\n",
 	       opt.seconds, opt.rounds);
-	printf("lookup: all hits, random keys; insert: into an empty table "
-	       "(64 buckets) until it holds `size` keys; mix: 9 lookups + 1 "
-	       "insert of a new key\n");
+	printf("insert: into an empty table (64 buckets) until it holds "
+	       "`size` keys, again and again; lookup: all hits, random keys, "
+	       "in the last insert round's tables; mix: 9 lookups + 1 insert "
+	       "of a new key, the table growing by at most 10%% (then "
+	       "trimmed back)\n");
 
 	rows = xcalloc((size_t)opt.nr_sizes * NR_OPS * (size_t)opt.nr_threads,
 		       sizeof(*rows));
@@ -587,10 +635,10 @@ int main(int argc, char **argv)
 			    : "MISSED");
 	if (lfht_kicks)
 		printf("WARNING: cds_lfht's auto-resize stalled %lu times "
-		       "(it stops growing: resize_initiated left set by a "
-		       "race in liburcu's lazy resize launch, see bench.h); "
-		       "the bench forced a resize each time. The cds_lfht "
-		       "figures marked * are lower than they should be.\n",
+		       "(the table stopped growing, see lfht_watch in "
+		       "bench.h); the bench forced a resize each time. The "
+		       "cds_lfht figures marked * are lower than they should "
+		       "be.\n",
 		       lfht_kicks);
 	printf("total time %.1f s\n", (double)(now_ns() - t0) / 1e9);
 	free(rows);

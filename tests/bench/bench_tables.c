@@ -129,41 +129,57 @@ void *table_new(enum bench_impl impl, unsigned int nelem_hint)
 
 unsigned long lfht_kicks;
 
+int64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts))
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 void lfht_watch_init(struct lfht_watch *lw)
 {
 	memset(lw, 0, sizeof(*lw));
 	lw->t = now_ns();
 }
 
-void lfht_watch(struct lfht_watch *lw, void *tbl, uint64_t progress)
+void lfht_watch(struct lfht_watch *lw, void *tbl, uint64_t progress,
+		int64_t cpu)
 {
-	int64_t t = now_ns(), dt = t - lw->t;
+	int64_t t = now_ns();
 	double rate;
 	unsigned long size = 1;
 
-	if (dt < 100000000)
+	if (t - lw->t < 100000000)
 		return;
-	rate = (double)(progress - lw->progress) / (double)dt * 1e9;
-	lw->best = rate > lw->best ? rate : lw->best;
-	/* A stalled table slows down as its chains grow; a busy machine
-	 * makes a window slow now and then, not three in a row. */
-	lw->strikes = rate < lw->best / 8 || rate < 20000 ? lw->strikes + 1 : 0;
-	lw->t = t;
-	lw->progress = progress;
-	if (lw->strikes < 3 || progress < 16384)
-		return;
-	/* At least the size its count-based resize would pick. */
-	while (size * 2 <= progress)
-		size *= 2;
-	fprintf(stderr,
-		"bench-rhashtable: cds_lfht slowed from %.0f to %.0f inserts/s "
-		"at %llu inserts: resize stalled? forcing %lu buckets\n",
-		lw->best, rate, (unsigned long long)progress, size);
-	cds_lfht_resize(tbl, size);
-	lfht_kicks++;
-	lw->best = 0;
-	lw->strikes = 0;
+	/* Per CPU second of the inserters: while cds_lfht's own resize
+	 * threads take the CPUs, the inserters slow down but get less CPU
+	 * too; a stalled table makes every insert longer. */
+	if (cpu - lw->cpu >= 20000000) {
+		rate = (double)(progress - lw->progress) /
+		       (double)(cpu - lw->cpu) * 1e9;
+		lw->best = rate > lw->best ? rate : lw->best;
+		lw->strikes = rate < lw->best / 8 ? lw->strikes + 1 : 0;
+		if (lw->strikes >= 3 && progress >= 16384) {
+			/* At least the size its count-based resize picks. */
+			while (size * 2 <= progress)
+				size *= 2;
+			fprintf(stderr,
+				"bench-rhashtable: cds_lfht inserts slowed "
+				"from %.0f to %.0f per CPU second at %llu: "
+				"resize stalled? forcing %lu buckets\n",
+				lw->best, rate, (unsigned long long)progress,
+				size);
+			cds_lfht_resize(tbl, size);
+			lfht_kicks++;
+			lw->best = 0;
+			lw->strikes = 0;
+		}
+	}
 	lw->t = now_ns();
+	lw->progress = progress;
+	lw->cpu = cpu;
 }
 
 void table_fill(enum bench_impl impl, void *tbl, void *objs, size_t lo,
@@ -172,6 +188,7 @@ void table_fill(enum bench_impl impl, void *tbl, void *objs, size_t lo,
 	struct lfht_watch lw;
 
 	lfht_watch_init(&lw);
+	lw.cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (size_t i = lo; i < hi; i++) {
 		int err = impl == IMPL_RHT    ? rht_insert(tbl, objs, i)
 			  : impl == IMPL_LFHT ? lfht_insert(tbl, objs, i)
@@ -181,7 +198,8 @@ void table_fill(enum bench_impl impl, void *tbl, void *objs, size_t lo,
 			die("%s: insert of key %zu failed: %d", impl_name[impl],
 			    i, err);
 		if (impl == IMPL_LFHT && (i & 4095) == 0)
-			lfht_watch(&lw, tbl, i - lo);
+			lfht_watch(&lw, tbl, i - lo,
+				   clock_ns(CLOCK_THREAD_CPUTIME_ID));
 	}
 }
 
