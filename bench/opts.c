@@ -1,0 +1,272 @@
+/* opts: parsing of rhkv-bench's options with getopt_long, each value range
+ * checked, then the checks that involve several options. */
+#include "opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char bench_usage[] =
+	"usage: rhkv-bench [options]\n"
+	"  --host H            server address (127.0.0.1)\n"
+	"  --port P            server port (11311)\n"
+	"  --threads N         load threads (1)\n"
+	"  --conns N           connections per thread (10)\n"
+	"  --pipeline N        requests in flight per connection, closed\n"
+	"                      loop (1)\n"
+	"  --protocol text     wire protocol (only text)\n"
+	"  --rate N            open loop: N requests/s in all, latency from\n"
+	"                      the scheduled time (default: closed loop)\n"
+	"  --keys N            key space (100000)\n"
+	"  --key-size N        key length in bytes (16)\n"
+	"  --value-size N|A-B  value length, fixed or uniform in A..B (32)\n"
+	"  --dist uniform|zipf:THETA  key distribution (uniform); zipf keeps\n"
+	"                      an 8-byte table entry per key\n"
+	"  --ratio SET:GET     request mix (1:9)\n"
+	"  --duration S        seconds to run (10)\n"
+	"  --requests N        stop after N requests instead\n"
+	"  --prefill           set every key once before the run\n"
+	"  --miss-set          set a key after a get misses it\n"
+	"  --json FILE         write the results as JSON\n";
+
+enum {
+	O_HOST = 256,
+	O_PORT,
+	O_THREADS,
+	O_CONNS,
+	O_PIPELINE,
+	O_PROTOCOL,
+	O_RATE,
+	O_KEYS,
+	O_KEY_SIZE,
+	O_VALUE_SIZE,
+	O_DIST,
+	O_RATIO,
+	O_DURATION,
+	O_REQUESTS,
+	O_PREFILL,
+	O_MISS_SET,
+	O_JSON,
+	O_HELP,
+};
+
+static const struct option long_opts[] = {
+	{ "host", required_argument, NULL, O_HOST },
+	{ "port", required_argument, NULL, O_PORT },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "conns", required_argument, NULL, O_CONNS },
+	{ "pipeline", required_argument, NULL, O_PIPELINE },
+	{ "protocol", required_argument, NULL, O_PROTOCOL },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "keys", required_argument, NULL, O_KEYS },
+	{ "key-size", required_argument, NULL, O_KEY_SIZE },
+	{ "value-size", required_argument, NULL, O_VALUE_SIZE },
+	{ "dist", required_argument, NULL, O_DIST },
+	{ "ratio", required_argument, NULL, O_RATIO },
+	{ "duration", required_argument, NULL, O_DURATION },
+	{ "requests", required_argument, NULL, O_REQUESTS },
+	{ "prefill", no_argument, NULL, O_PREFILL },
+	{ "miss-set", no_argument, NULL, O_MISS_SET },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A whole decimal number in [lo, hi], and *end at its end when end given. */
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out,
+		     const char **end)
+{
+	char *e;
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &e, 10);
+	if (errno != 0 || v < lo || v > hi)
+		return -EINVAL;
+	if (end != NULL)
+		*end = e;
+	else if (*e != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	uint64_t v;
+	int rc = parse_u64(s, lo, hi, &v, NULL);
+	if (rc == 0)
+		*out = (unsigned)v;
+	return rc;
+}
+
+static int parse_value_size(struct bench_opts *o, const char *s)
+{
+	uint64_t a, b;
+	const char *e;
+	if (parse_u64(s, 1, 1u << 20, &a, &e) != 0)
+		return -EINVAL;
+	b = a;
+	if (*e == '-') {
+		if (parse_u64(e + 1, a, 1u << 20, &b, NULL) != 0)
+			return -EINVAL;
+	} else if (*e != '\0') {
+		return -EINVAL;
+	}
+	o->value_min = (unsigned)a;
+	o->value_max = (unsigned)b;
+	return 0;
+}
+
+static int parse_dist(struct bench_opts *o, const char *s)
+{
+	if (strcmp(s, "uniform") == 0) {
+		o->zipf_theta = -1;
+		return 0;
+	}
+	if (strncmp(s, "zipf:", 5) != 0 || s[5] == '\0')
+		return -EINVAL;
+	char *e;
+	double t = strtod(s + 5, &e);
+	if (*e != '\0' || !(t >= 0 && t <= 5))
+		return -EINVAL;
+	o->zipf_theta = t;
+	return 0;
+}
+
+static int parse_ratio(struct bench_opts *o, const char *s)
+{
+	uint64_t a, b;
+	const char *e;
+	if (parse_u64(s, 0, 1000000, &a, &e) != 0 || *e != ':')
+		return -EINVAL;
+	if (parse_u64(e + 1, 0, 1000000, &b, NULL) != 0 || a + b == 0)
+		return -EINVAL;
+	o->set_ratio = (unsigned)a;
+	o->get_ratio = (unsigned)b;
+	return 0;
+}
+
+static int parse_duration(struct bench_opts *o, const char *s)
+{
+	char *e;
+	double d = strtod(s, &e);
+	if (e == s || *e != '\0' || !(d > 0 && d <= 86400))
+		return -EINVAL;
+	o->duration = d;
+	return 0;
+}
+
+static void set_defaults(struct bench_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->host = "127.0.0.1";
+	o->port = 11311;
+	o->threads = 1;
+	o->conns = 10;
+	o->pipeline = 1;
+	o->keys = 100000;
+	o->key_size = 16;
+	o->value_min = o->value_max = 32;
+	o->zipf_theta = -1;
+	o->set_ratio = 1;
+	o->get_ratio = 9;
+	o->duration = 10;
+}
+
+/* One option's value; 0 or -EINVAL. */
+static int parse_one(struct bench_opts *o, int c, const char *a)
+{
+	switch (c) {
+	case O_HOST:
+		o->host = a;
+		return a[0] != '\0' ? 0 : -EINVAL;
+	case O_PORT:
+		return parse_uint(a, 1, 65535, &o->port);
+	case O_THREADS:
+		return parse_uint(a, 1, 256, &o->threads);
+	case O_CONNS:
+		return parse_uint(a, 1, 10000, &o->conns);
+	case O_PIPELINE:
+		return parse_uint(a, 1, 4096, &o->pipeline);
+	case O_PROTOCOL:
+		return strcmp(a, "text") == 0 ? 0 : -EINVAL;
+	case O_RATE:
+		return parse_u64(a, 1, 100000000, &o->rate, NULL);
+	case O_KEYS:
+		return parse_u64(a, 1, 1ull << 32, &o->keys, NULL);
+	case O_KEY_SIZE:
+		return parse_uint(a, 1, 250, &o->key_size);
+	case O_VALUE_SIZE:
+		return parse_value_size(o, a);
+	case O_DIST:
+		return parse_dist(o, a);
+	case O_RATIO:
+		return parse_ratio(o, a);
+	case O_DURATION:
+		return parse_duration(o, a);
+	case O_REQUESTS:
+		return parse_u64(a, 1, UINT64_MAX / 2, &o->requests, NULL);
+	case O_JSON:
+		o->json_path = a;
+		return a[0] != '\0' ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int check_all(const struct bench_opts *o, char *err, size_t errlen)
+{
+	char digits[32];
+	int n = snprintf(digits, sizeof(digits), "%" PRIu64, o->keys - 1);
+	if ((unsigned)n + 1 > o->key_size) {
+		snprintf(err, errlen,
+			 "--key-size %u is too short for %" PRIu64
+			 " keys (needs %d)",
+			 o->key_size, o->keys, n + 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int bench_opts_parse(struct bench_opts *o, int argc, char **argv, char *err,
+		     size_t errlen)
+{
+	set_defaults(o);
+	err[0] = '\0';
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int idx = 0;
+		int c = getopt_long(argc, argv, "", long_opts, &idx);
+		if (c == -1)
+			break;
+		if (c == O_HELP) {
+			o->help = 1;
+			return 0;
+		}
+		if (c == O_PREFILL || c == O_MISS_SET) {
+			*(c == O_PREFILL ? &o->prefill : &o->miss_set) = 1;
+			continue;
+		}
+		if (c == '?' || c == ':') {
+			snprintf(err, errlen,
+				 "unknown option or missing value: %s",
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (parse_one(o, c, optarg) != 0) {
+			snprintf(err, errlen, "invalid value for --%s: '%s'",
+				 long_opts[idx].name, optarg);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument: %s", argv[optind]);
+		return -EINVAL;
+	}
+	return check_all(o, err, errlen);
+}

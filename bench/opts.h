@@ -1,0 +1,35 @@
+/* opts: the command line of rhkv-bench, parsed into struct bench_opts.
+ * Pure: no I/O and no exit(); a bad argument gives -EINVAL and a message
+ * in the caller's buffer (main prints it and exits 64, EX_USAGE). */
+#ifndef RHKV_BENCH_OPTS_H
+#define RHKV_BENCH_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bench_opts {
+	const char *host;
+	const char *json_path; /* NULL: no JSON report */
+	unsigned port;
+	unsigned threads;
+	unsigned conns;	   /* per thread */
+	unsigned pipeline; /* requests in flight per connection */
+	uint64_t rate;	   /* requests/s in all; 0: closed loop */
+	uint64_t keys;
+	unsigned key_size;
+	unsigned value_min, value_max;
+	double zipf_theta; /* < 0: uniform */
+	unsigned set_ratio, get_ratio;
+	double duration;   /* seconds; used when requests == 0 */
+	uint64_t requests; /* 0: run for duration */
+	int prefill;
+	int miss_set;
+	int help;
+};
+
+/* 0, or -EINVAL with a message in err. Resets getopt (optind). */
+int bench_opts_parse(struct bench_opts *o, int argc, char **argv, char *err,
+		     size_t errlen);
+extern const char bench_usage[];
+
+#endif

@@ -1,0 +1,27 @@
+/* reply: a pure, restartable parser of one memcached text-protocol reply
+ * to a single-key get or a set. It keeps no state: call it again on the
+ * whole buffer once more bytes came; it reports how many bytes the reply
+ * took. No I/O and no allocation, so it can be tested on every prefix. */
+#ifndef RHKV_BENCH_REPLY_H
+#define RHKV_BENCH_REPLY_H
+
+#include <stddef.h>
+
+enum bench_reply {
+	BENCH_REPLY_NEED_MORE = 0, /* incomplete: read more, call again */
+	BENCH_REPLY_HIT,	   /* VALUE ... END */
+	BENCH_REPLY_MISS,	   /* END alone */
+	BENCH_REPLY_STORED,	   /* STORED */
+	BENCH_REPLY_ERROR,   /* a whole reply, but an error or unexpected */
+	BENCH_REPLY_INVALID, /* unparseable: the stream is lost */
+};
+
+/* The longest line the parser waits for before giving up. */
+#define BENCH_REPLY_MAX_LINE 2048
+
+/* Parses the reply at buf[0..len) to a get (is_get) or a set. On any
+ * result but NEED_MORE and INVALID, *used is the length of the reply. */
+enum bench_reply bench_reply_parse(const char *buf, size_t len, int is_get,
+				   size_t *used);
+
+#endif

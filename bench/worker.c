@@ -1,0 +1,504 @@
+/* worker: one load thread of rhkv-bench: an event loop over its
+ * connections. It connects, optionally prefills its share of the keys,
+ * waits at the start barrier, then sends requests closed-loop (--pipeline
+ * in flight per connection) or open-loop (--rate, on a fixed schedule). */
+#include "bench.h"
+#include "reply.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct pending {
+	uint64_t start_ns; /* sent, or scheduled (open loop) */
+	uint32_t key;
+	uint8_t is_get;
+};
+
+enum phase { PHASE_CONNECT, PHASE_PREFILL, PHASE_RUN };
+
+struct conn {
+	struct bench_worker *w;
+	struct bufferevent *bev;
+	struct event *timer; /* open loop schedule */
+	struct pending *q;   /* ring of requests awaiting their reply */
+	unsigned qhead, qlen, qcap;
+	uint64_t next_ns;     /* open loop: next scheduled send */
+	uint64_t interval_ns; /* open loop: time between sends */
+	uint32_t miss_key;    /* --miss-set: key to set next */
+	int miss_pending;
+	int connected;
+	int dead;
+};
+
+struct bench_worker {
+	pthread_t tid;
+	unsigned id;
+	struct bench_run *r;
+	struct event_base *base;
+	struct event *tick;
+	struct conn *conns;
+	enum phase phase;
+	uint64_t rng;
+	uint64_t prefill_next, prefill_end;
+	uint64_t inflight;
+	unsigned settled; /* connections connected or failed */
+	pthread_mutex_t lock;
+	struct hist *interval; /* guarded by lock */
+	struct bench_counters c;
+} __attribute__((aligned(64)));
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s)
+{
+	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int queue_push(struct conn *c, struct pending p)
+{
+	if (c->qlen == c->qcap) {
+		unsigned ncap = c->qcap ? c->qcap * 2 : 16;
+		struct pending *nq = malloc(ncap * sizeof(*nq));
+		if (nq == NULL)
+			return -ENOMEM;
+		for (unsigned i = 0; i < c->qlen; i++)
+			nq[i] = c->q[(c->qhead + i) % c->qcap];
+		free(c->q);
+		c->q = nq;
+		c->qhead = 0;
+		c->qcap = ncap;
+	}
+	c->q[(c->qhead + c->qlen) % c->qcap] = p;
+	c->qlen++;
+	return 0;
+}
+
+static struct pending queue_pop(struct conn *c)
+{
+	struct pending p = c->q[c->qhead];
+	c->qhead = (c->qhead + 1) % c->qcap;
+	c->qlen--;
+	return p;
+}
+
+/* Writes one request for key to the connection's output. */
+static void send_request(struct conn *c, uint32_t key, int is_get,
+			 uint64_t start_ns)
+{
+	struct bench_worker *w = c->w;
+	const struct bench_opts *o = w->r->o;
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	char line[320];
+	int n;
+	size_t vlen = 0;
+	if (is_get) {
+		n = snprintf(line, sizeof(line), "get k%0*u\r\n",
+			     (int)o->key_size - 1, key);
+	} else {
+		vlen = o->value_min;
+		if (o->value_max > o->value_min)
+			vlen += rng_next(&w->rng) %
+				(o->value_max - o->value_min + 1);
+		n = snprintf(line, sizeof(line), "set k%0*u 0 0 %zu\r\n",
+			     (int)o->key_size - 1, key, vlen);
+	}
+	evbuffer_add(out, line, (size_t)n);
+	if (!is_get) {
+		evbuffer_add(out, w->r->value, vlen);
+		evbuffer_add(out, "\r\n", 2);
+		n += (int)vlen + 2;
+	}
+	count(&w->c.bytes_out, (uint64_t)n);
+	struct pending p = { start_ns, key, (uint8_t)is_get };
+	if (queue_push(c, p) != 0) {
+		count(&w->c.errors, 1);
+		return;
+	}
+	w->inflight++;
+}
+
+/* Whether one more request may go out now (--requests, stop). */
+static int may_send(struct bench_worker *w)
+{
+	struct bench_run *r = w->r;
+	if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+		return 0;
+	if (r->o->requests == 0)
+		return 1;
+	return atomic_fetch_add_explicit(&r->issued, 1, memory_order_relaxed) <
+	       r->o->requests;
+}
+
+/* The next request of the run's mix (or the set after a miss). */
+static void send_next(struct conn *c, uint64_t start_ns)
+{
+	struct bench_worker *w = c->w;
+	const struct bench_opts *o = w->r->o;
+	if (c->miss_pending) {
+		c->miss_pending = 0;
+		send_request(c, c->miss_key, 0, start_ns);
+		return;
+	}
+	uint32_t key;
+	if (w->r->zipf != NULL)
+		key = (uint32_t)zipf_sample(w->r->zipf, rng_unit(&w->rng));
+	else
+		key = (uint32_t)(rng_next(&w->rng) % o->keys);
+	unsigned total = o->set_ratio + o->get_ratio;
+	int is_get = rng_next(&w->rng) % total >= o->set_ratio;
+	send_request(c, key, is_get, start_ns);
+}
+
+static void prefill_more(struct conn *c)
+{
+	struct bench_worker *w = c->w;
+	if (w->prefill_next < w->prefill_end)
+		send_request(c, (uint32_t)w->prefill_next++, 0, bench_now_ns());
+}
+
+static void conn_fail(struct conn *c)
+{
+	if (!c->dead) {
+		c->dead = 1;
+		c->w->inflight -= c->qlen;
+		c->qlen = 0;
+		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+		if (c->timer != NULL)
+			event_del(c->timer);
+	}
+}
+
+static void record(struct bench_worker *w, struct pending p,
+		   enum bench_reply rep)
+{
+	if (w->phase != PHASE_RUN) {
+		if (rep != BENCH_REPLY_STORED)
+			count(&w->c.errors, 1);
+		return;
+	}
+	uint64_t lat = bench_now_ns() - p.start_ns;
+	pthread_mutex_lock(&w->lock);
+	hist_record(w->interval, lat);
+	pthread_mutex_unlock(&w->lock);
+	count(&w->c.ops, 1);
+	if (rep == BENCH_REPLY_HIT)
+		count(&w->c.hits, 1);
+	else if (rep == BENCH_REPLY_MISS)
+		count(&w->c.misses, 1);
+	else if (rep == BENCH_REPLY_STORED)
+		count(&w->c.sets, 1);
+	else
+		count(&w->c.errors, 1);
+}
+
+/* One reply came for p: count it and send what follows it. */
+static void on_reply(struct conn *c, struct pending p, enum bench_reply rep)
+{
+	struct bench_worker *w = c->w;
+	w->inflight--;
+	record(w, p, rep);
+	if (w->phase == PHASE_PREFILL) {
+		prefill_more(c);
+		if (w->inflight == 0 && w->prefill_next == w->prefill_end)
+			event_base_loopbreak(w->base);
+		return;
+	}
+	if (rep == BENCH_REPLY_MISS && w->r->o->miss_set) {
+		c->miss_pending = 1;
+		c->miss_key = p.key;
+	}
+	if (w->r->o->rate == 0 && may_send(w))
+		send_next(c, bench_now_ns());
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	const char *buf = (const char *)evbuffer_pullup(in, -1);
+	size_t off = 0;
+	while (off < len && !c->dead) {
+		if (c->qlen == 0) { /* a reply nobody asked for */
+			count(&c->w->c.errors, 1);
+			conn_fail(c);
+			break;
+		}
+		size_t used = 0;
+		enum bench_reply rep = bench_reply_parse(
+			buf + off, len - off, c->q[c->qhead].is_get, &used);
+		if (rep == BENCH_REPLY_NEED_MORE)
+			break;
+		if (rep == BENCH_REPLY_INVALID) {
+			count(&c->w->c.errors, 1);
+			conn_fail(c);
+			break;
+		}
+		off += used;
+		on_reply(c, queue_pop(c), rep);
+	}
+	count(&c->w->c.bytes_in, off);
+	evbuffer_drain(in, c->dead ? len : off);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct bench_worker *w = c->w;
+	if (what & BEV_EVENT_CONNECTED) {
+		int one = 1;
+		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
+			   &one, sizeof(one));
+		c->connected = 1;
+	} else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+		if (!c->connected) {
+			atomic_fetch_add(&w->r->connect_failures, 1);
+			c->dead = 1;
+		} else if (!atomic_load(&w->r->stop)) {
+			count(&w->c.errors, 1);
+			conn_fail(c);
+		}
+	}
+	if (w->phase == PHASE_CONNECT && ++w->settled == w->r->o->conns)
+		event_base_loopbreak(w->base);
+	if (w->phase == PHASE_PREFILL && c->dead && w->inflight == 0)
+		event_base_loopbreak(w->base);
+}
+
+/* Open loop: send every request whose scheduled time has come. */
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+	(void)what;
+	uint64_t now = bench_now_ns();
+	while (c->next_ns <= now && may_send(c->w)) {
+		send_next(c, c->next_ns);
+		c->next_ns += c->interval_ns;
+	}
+	if (c->next_ns > now) {
+		uint64_t d = c->next_ns - now;
+		struct timeval tv = { (time_t)(d / 1000000000u),
+				      (suseconds_t)(d % 1000000000u / 1000u) };
+		evtimer_add(c->timer, &tv);
+	}
+}
+
+/* Every 10 ms: stop when main asks, or when --requests are all answered. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct bench_worker *w = arg;
+	(void)fd;
+	(void)what;
+	struct bench_run *r = w->r;
+	if (atomic_load(&r->stop))
+		event_base_loopbreak(w->base);
+	else if (r->o->requests != 0 && w->inflight == 0 &&
+		 atomic_load(&r->issued) >= r->o->requests)
+		event_base_loopbreak(w->base);
+}
+
+static int conn_open(struct bench_worker *w, struct conn *c)
+{
+	c->w = w;
+	c->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL)
+		return -ENOMEM;
+	bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&w->r->addr,
+				       (int)w->r->addrlen) != 0) {
+		atomic_fetch_add(&w->r->connect_failures, 1);
+		c->dead = 1;
+		w->settled++;
+	}
+	return 0;
+}
+
+static void start_run(struct bench_worker *w)
+{
+	const struct bench_opts *o = w->r->o;
+	uint64_t now = bench_now_ns();
+	uint64_t nconn = (uint64_t)o->threads * o->conns;
+	for (unsigned i = 0; i < o->conns; i++) {
+		struct conn *c = &w->conns[i];
+		if (c->dead)
+			continue;
+		if (o->rate == 0) {
+			for (unsigned k = 0; k < o->pipeline && may_send(w);
+			     k++)
+				send_next(c, bench_now_ns());
+			continue;
+		}
+		c->interval_ns = nconn * 1000000000ull / o->rate;
+		/* Spread the connections over one interval. */
+		c->next_ns = now + c->interval_ns *
+					   ((uint64_t)w->id * o->conns + i) /
+					   nconn;
+		c->timer = evtimer_new(w->base, on_timer, c);
+		if (c->timer != NULL)
+			on_timer(-1, 0, c);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct bench_worker *w = arg;
+	struct bench_run *r = w->r;
+	const struct bench_opts *o = r->o;
+	for (unsigned i = 0; i < o->conns; i++)
+		conn_open(w, &w->conns[i]);
+	if (w->settled < o->conns)
+		event_base_dispatch(w->base);
+	if (o->prefill && atomic_load(&r->connect_failures) == 0) {
+		w->phase = PHASE_PREFILL;
+		w->prefill_next = o->keys * w->id / o->threads;
+		w->prefill_end = o->keys * (w->id + 1) / o->threads;
+		for (unsigned i = 0; i < o->conns; i++)
+			for (unsigned k = 0; k < 16 && !w->conns[i].dead; k++)
+				prefill_more(&w->conns[i]);
+		if (w->inflight > 0)
+			event_base_dispatch(w->base);
+	}
+	/* The run's bytes start at the barrier; prefill errors stay. */
+	atomic_store(&w->c.bytes_in, 0);
+	atomic_store(&w->c.bytes_out, 0);
+	pthread_barrier_wait(&r->start);
+	w->phase = PHASE_RUN;
+	if (atomic_load(&r->connect_failures) == 0) {
+		struct timeval tv = { 0, 10000 };
+		w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
+		event_add(w->tick, &tv);
+		start_run(w);
+		event_base_dispatch(w->base);
+	}
+	atomic_fetch_add(&r->done, 1);
+	return NULL;
+}
+
+static void worker_free(struct bench_worker *w, unsigned nconns)
+{
+	for (unsigned i = 0; w->conns != NULL && i < nconns; i++) {
+		struct conn *c = &w->conns[i];
+		if (c->timer != NULL)
+			event_free(c->timer);
+		if (c->bev != NULL)
+			bufferevent_free(c->bev);
+		free(c->q);
+	}
+	free(w->conns);
+	if (w->tick != NULL)
+		event_free(w->tick);
+	if (w->base != NULL)
+		event_base_free(w->base);
+	hist_destroy(&w->interval);
+	pthread_mutex_destroy(&w->lock);
+}
+
+static int worker_init(struct bench_run *r, struct bench_worker *w, unsigned id)
+{
+	w->id = id;
+	w->r = r;
+	w->rng = bench_now_ns() ^ ((uint64_t)id << 32) ^ 0x5bd1e995u;
+	pthread_mutex_init(&w->lock, NULL);
+	w->interval = hist_new();
+	w->conns = calloc(r->o->conns, sizeof(struct conn));
+	struct event_config *cfg = event_config_new();
+	if (cfg != NULL) {
+		if (r->o->rate != 0)
+			event_config_set_flag(cfg,
+					      EVENT_BASE_FLAG_PRECISE_TIMER);
+		w->base = event_base_new_with_config(cfg);
+		event_config_free(cfg);
+	}
+	if (w->interval == NULL || w->conns == NULL || w->base == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+int bench_workers_start(struct bench_run *r, struct bench_worker **wsp)
+{
+	unsigned n = r->o->threads;
+	struct bench_worker *ws = aligned_alloc(64, sizeof(*ws) * n);
+	if (ws == NULL)
+		return -ENOMEM;
+	memset(ws, 0, sizeof(*ws) * n);
+	for (unsigned i = 0; i < n; i++) {
+		if (worker_init(r, &ws[i], i) != 0) {
+			for (unsigned j = 0; j <= i; j++)
+				worker_free(&ws[j], r->o->conns);
+			free(ws);
+			return -ENOMEM;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int rc = pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]);
+		if (rc != 0) {
+			fprintf(stderr, "rhkv-bench: pthread_create: %s\n",
+				strerror(rc));
+			abort(); /* the barrier would never open */
+		}
+	}
+	*wsp = ws;
+	return 0;
+}
+
+void bench_workers_collect(struct bench_worker *ws, unsigned n, struct hist *h)
+{
+	for (unsigned i = 0; i < n; i++) {
+		pthread_mutex_lock(&ws[i].lock);
+		hist_merge(h, ws[i].interval);
+		hist_reset(ws[i].interval);
+		pthread_mutex_unlock(&ws[i].lock);
+	}
+}
+
+void bench_workers_totals(struct bench_worker *ws, unsigned n,
+			  struct bench_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned i = 0; i < n; i++) {
+#define BENCH_SUM(name) \
+	t->name += atomic_load_explicit(&ws[i].c.name, memory_order_relaxed);
+		BENCH_COUNTERS(BENCH_SUM)
+#undef BENCH_SUM
+	}
+}
+
+void bench_workers_join(struct bench_worker **wsp, unsigned n)
+{
+	struct bench_worker *ws = *wsp;
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(ws[i].tid, NULL);
+	for (unsigned i = 0; i < n; i++)
+		worker_free(&ws[i], ws[i].r->o->conns);
+	free(ws);
+	*wsp = NULL;
+}

@@ -1,0 +1,99 @@
+/* rhkv-bench's argument errors: each bad command line exits 64 (EX_USAGE)
+ * with a message, run as a subprocess (RHKV_BENCH names the binary);
+ * --help exits 0. Also the pure parser of bench/opts on good input. */
+#include "opts.h"
+#include "proc.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+static int run_bench(const char *a, const char *b)
+{
+	const char *bin = getenv("RHKV_BENCH");
+	cr_assert_not_null(bin, "RHKV_BENCH is not set");
+	char *argv[] = { (char *)bin, (char *)a, (char *)b, NULL };
+	return proc_run(argv, 1);
+}
+
+Test(args, bad_arguments_exit_64, .timeout = 60)
+{
+	static const char *const bad[][2] = {
+		{ "--port", "0" },
+		{ "--port", "70000" },
+		{ "--port", "abc" },
+		{ "--threads", "0" },
+		{ "--conns", "-1" },
+		{ "--pipeline", "0" },
+		{ "--protocol", "binary" },
+		{ "--rate", "0" },
+		{ "--keys", "0" },
+		{ "--value-size", "0" },
+		{ "--value-size", "100-10" },
+		{ "--value-size", "10-" },
+		{ "--dist", "pareto" },
+		{ "--dist", "zipf:" },
+		{ "--dist", "zipf:x" },
+		{ "--ratio", "1" },
+		{ "--ratio", "0:0" },
+		{ "--duration", "0" },
+		{ "--duration", "1s" },
+		{ "--requests", "0" },
+		{ "--no-such-option", NULL },
+		{ "stray", NULL },
+		{ "--port", NULL },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(run_bench(bad[i][0], bad[i][1]), 64,
+			     "%s %s did not exit 64", bad[i][0],
+			     bad[i][1] ? bad[i][1] : "");
+	cr_expect_eq(run_bench("--help", NULL), 0);
+}
+
+static int parse(struct bench_opts *o, char *err, int argc, char **argv)
+{
+	return bench_opts_parse(o, argc, argv, err, 256);
+}
+
+Test(args, parser_accepts_a_full_line, .timeout = 10)
+{
+	char *argv[] = { "rhkv-bench", "--host",      "localhost",
+			 "--port",     "1234",	      "--threads",
+			 "2",	       "--conns",     "25",
+			 "--pipeline", "16",	      "--protocol",
+			 "text",       "--keys",      "1000",
+			 "--key-size", "12",	      "--value-size",
+			 "10-20",      "--dist",      "zipf:0.99",
+			 "--ratio",    "1:9",	      "--requests",
+			 "500",	       "--prefill",   "--miss-set",
+			 "--json",     "/tmp/x.json", NULL };
+	struct bench_opts o;
+	char err[256];
+	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1;
+	cr_assert_eq(parse(&o, err, argc, argv), 0, "%s", err);
+	cr_assert_str_eq(o.host, "localhost");
+	cr_assert_eq(o.port, 1234);
+	cr_assert_eq(o.threads, 2);
+	cr_assert_eq(o.conns, 25);
+	cr_assert_eq(o.pipeline, 16);
+	cr_assert_eq(o.keys, 1000);
+	cr_assert_eq(o.key_size, 12);
+	cr_assert_eq(o.value_min, 10);
+	cr_assert_eq(o.value_max, 20);
+	cr_assert(fabs((o.zipf_theta) - (0.99)) <= 1e-12);
+	cr_assert_eq(o.set_ratio, 1);
+	cr_assert_eq(o.get_ratio, 9);
+	cr_assert_eq(o.requests, 500);
+	cr_assert(o.prefill && o.miss_set);
+	cr_assert_str_eq(o.json_path, "/tmp/x.json");
+}
+
+Test(args, key_size_too_short_for_keys, .timeout = 10)
+{
+	char *argv[] = { "rhkv-bench", "--keys", "100000",
+			 "--key-size", "5",	 NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 5, argv), -22);
+	cr_assert_neq(err[0], '\0');
+}
