@@ -17,7 +17,6 @@
 
 struct cache {
 	struct rhashtable ht;
-	struct rhashtable_params params;
 	/* Items stored before flush_at_ns are dead once it has passed. */
 	_Atomic int64_t flush_at_ns;
 	_Atomic long bytes;
@@ -54,6 +53,8 @@ static int item_cmp(struct rhashtable_compare_arg *arg, const void *obj)
 	return k->n != it->nkey || memcmp(k->p, item_key(it), k->n);
 }
 
+/* Passed by value to the inline table functions, as in the kernel, so the
+ * compiler folds what this table does not use. */
 static const struct rhashtable_params cache_params = {
 	.head_offset = offsetof(struct item, node),
 	.hashfn = key_hash,
@@ -100,9 +101,8 @@ struct cache *cache_create(unsigned int threads)
 	if (getrandom(&cache_secret, sizeof(cache_secret), 0) !=
 	    sizeof(cache_secret))
 		cache_secret.k0 = (uint64_t)now_ns();
-	c->params = cache_params;
 	c->threads = threads;
-	if (!c->cas_seq || rhashtable_init(&c->ht, &c->params)) {
+	if (!c->cas_seq || rhashtable_init(&c->ht, &cache_params)) {
 		free(c->cas_seq);
 		free(c);
 		return NULL;
@@ -191,7 +191,7 @@ static uint64_t next_cas(struct cache *c, unsigned int thread)
 
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 {
-	struct item *it = rhashtable_lookup(&c->ht, &key, c->params);
+	struct item *it = rhashtable_lookup(&c->ht, &key, cache_params);
 
 	if (expired)
 		*expired = false;
@@ -199,7 +199,7 @@ struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 		if (expired)
 			*expired = true;
 		/* Lazy expiry: reclaim it now that we met it. */
-		if (!rhashtable_remove_fast(&c->ht, &it->node, c->params))
+		if (!rhashtable_remove_fast(&c->ht, &it->node, cache_params))
 			item_retire(c, it);
 		return NULL;
 	}
@@ -211,7 +211,7 @@ struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 static bool swap_in(struct cache *c, struct item *old, struct item *fresh)
 {
 	if (rhashtable_replace_fast(&c->ht, &old->node, &fresh->node,
-				    c->params))
+				    cache_params))
 		return false;
 	item_retire(c, old);
 	return true;
@@ -260,7 +260,7 @@ store_once(struct cache *c, unsigned int thread, enum cache_store_mode mode,
 	   struct cache_key key, uint32_t flags, int64_t exptime,
 	   const char *value, uint32_t nbytes, uint64_t cas_in, bool *retry)
 {
-	struct item *old = rhashtable_lookup(&c->ht, &key, c->params);
+	struct item *old = rhashtable_lookup(&c->ht, &key, cache_params);
 	bool live = old && cache_item_live(c, old, cache_now());
 	struct item *fresh;
 
@@ -279,7 +279,7 @@ store_once(struct cache *c, unsigned int thread, enum cache_store_mode mode,
 		return CACHE_NO_MEMORY;
 	if (!old) {
 		struct item *other = rhashtable_lookup_get_insert_key(
-			&c->ht, &key, &fresh->node, c->params);
+			&c->ht, &key, &fresh->node, cache_params);
 
 		if (other) { /* a writer got in first: decide again */
 			free(fresh);
@@ -321,11 +321,11 @@ bool cache_delete(struct cache *c, struct cache_key key)
 
 	rhkv_rcu_read_lock();
 	for (;;) {
-		struct item *it = rhashtable_lookup(&c->ht, &key, c->params);
+		struct item *it = rhashtable_lookup(&c->ht, &key, cache_params);
 
 		if (!it)
 			break;
-		if (!rhashtable_remove_fast(&c->ht, &it->node, c->params)) {
+		if (!rhashtable_remove_fast(&c->ht, &it->node, cache_params)) {
 			live = cache_item_live(c, it, cache_now());
 			item_retire(c, it);
 			break;
