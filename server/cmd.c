@@ -236,6 +236,35 @@ static void cmd_scan(struct conn *c, const char *buf,
 
 void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
 
+unsigned int cmd_latency_class(const struct proto_req *req)
+{
+	switch (req->cmd) {
+	case PROTO_CMD_GET:
+	case PROTO_CMD_GETS:
+	case PROTO_CMD_GAT:
+	case PROTO_CMD_GATS:
+		return LAT_get;
+	case PROTO_CMD_SET:
+	case PROTO_CMD_ADD:
+	case PROTO_CMD_REPLACE:
+	case PROTO_CMD_APPEND:
+	case PROTO_CMD_PREPEND:
+	case PROTO_CMD_CAS:
+		return LAT_set;
+	case PROTO_CMD_DELETE:
+		return LAT_delete;
+	case PROTO_CMD_INCR:
+	case PROTO_CMD_DECR:
+		return LAT_incr;
+	case PROTO_CMD_TOUCH:
+		return LAT_touch;
+	case PROTO_CMD_SCAN:
+		return LAT_scan;
+	default:
+		return LAT_other;
+	}
+}
+
 void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req)
 {
 	struct server *srv = c->w->srv;

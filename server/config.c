@@ -32,11 +32,14 @@ static const char usage[] =
 	"                             drain (default 30)\n"
 	"      --output-limit=SIZE    pending output before reads pause\n"
 	"                             (default 1m)\n"
+	"      --metrics-port=PORT    serve Prometheus metrics over HTTP at\n"
+	"                             /metrics (default 0: off)\n"
+	"      --metrics-listen=ADDR  address for metrics (default 127.0.0.1)\n"
 	"  -v, --verbose              more logging (-vv: debug)\n"
 	"  -h, --help                 this help\n"
 	"  -V, --version              print the version\n";
 
-enum { OPT_IDLE = 256, OPT_STALL, OPT_OUTPUT };
+enum { OPT_IDLE = 256, OPT_STALL, OPT_OUTPUT, OPT_METRICS, OPT_METRICS_LISTEN };
 
 static const struct option options[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -52,6 +55,8 @@ static const struct option options[] = {
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "stall-timeout", required_argument, NULL, OPT_STALL },
 	{ "output-limit", required_argument, NULL, OPT_OUTPUT },
+	{ "metrics-port", required_argument, NULL, OPT_METRICS },
+	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -115,6 +120,7 @@ static void defaults(struct config *cfg)
 	cfg->max_item_size = 1 << 20;
 	cfg->stall_timeout = 30;
 	cfg->output_hwm = 1 << 20;
+	cfg->metrics_listen = "127.0.0.1";
 }
 
 int config_parse(struct config *cfg, int argc, char **argv)
@@ -197,6 +203,15 @@ int config_parse(struct config *cfg, int argc, char **argv)
 					   "not a size");
 			cfg->output_hwm = (size_t)size;
 			break;
+		case OPT_METRICS:
+			if (!parse_long(optarg, 0, 65535, 10, &v))
+				return bad("metrics port", optarg,
+					   "not in 0..65535");
+			cfg->metrics_port = (int)v;
+			break;
+		case OPT_METRICS_LISTEN:
+			cfg->metrics_listen = optarg;
+			break;
 		case 'v':
 			cfg->verbose++;
 			break;
@@ -259,6 +274,8 @@ void config_each(const struct config *cfg,
 	NUM("idle_timeout", "%d", cfg->idle_timeout);
 	NUM("stall_timeout", "%d", cfg->stall_timeout);
 	NUM("output_limit", "%zu", cfg->output_hwm);
+	NUM("metrics_port", "%d", cfg->metrics_port);
+	fn("metrics_listen", cfg->metrics_listen, arg);
 	fn("user", cfg->user ? cfg->user : "NULL", arg);
 	fn("cas_enabled", "yes", arg);
 #undef NUM

@@ -29,6 +29,8 @@ struct config {
 	int idle_timeout;  /* seconds, 0: off */
 	int stall_timeout; /* seconds */
 	size_t output_hwm; /* bytes of pending output before reads pause */
+	int metrics_port;  /* Prometheus endpoint, 0: off */
+	const char *metrics_listen;
 };
 
 /* Exit code for bad usage (EX_USAGE). */

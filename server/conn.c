@@ -92,8 +92,17 @@ static void process(struct conn *c)
 {
 	const struct config *cfg = &c->w->srv->cfg;
 	const struct proto_limits lim = { .max_value = cfg->max_item_size };
+	struct latency_hist *lat = c->w->lat;
+	uint64_t t0 = 0, t1;
 	size_t off = 0;
 
+	/*
+	 * Each request's time runs from the end of the previous one (or the
+	 * start of the pass) to the end of its execution: parsing included,
+	 * one clock read per request.
+	 */
+	if (c->rlen)
+		t0 = latency_now_ns();
 	while (off < c->rlen && !c->close_when_done &&
 	       evbuffer_get_length(c->out) < cfg->output_hwm) {
 		const char *buf = c->rbuf + off;
@@ -112,6 +121,9 @@ static void process(struct conn *c)
 			goto done;
 		case PROTO_OK:
 			cmd_execute(c, buf, &req);
+			t1 = latency_now_ns();
+			latency_record(&lat[cmd_latency_class(&req)], t1 - t0);
+			t0 = t1;
 			break;
 		case PROTO_ERROR:
 			reply(c, "ERROR\r\n");

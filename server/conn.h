@@ -39,5 +39,7 @@ void conn_tick(struct conn *c, int64_t now);
 /* Executes one parsed request (cmd.c); replies go to c->out. */
 struct proto_req;
 void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req);
+/* Which latency histogram (latency.h) a request's time goes to. */
+unsigned int cmd_latency_class(const struct proto_req *req);
 
 #endif

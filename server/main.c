@@ -143,6 +143,8 @@ static int start(struct server *srv)
 			return EXIT_OS_ERROR;
 	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))
 		return EXIT_OS_ERROR;
+	if (metrics_start(srv))
+		return EXIT_OS_ERROR;
 	if (drop_privileges(srv->cfg.user))
 		return EXIT_OS_ERROR;
 	srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
@@ -166,6 +168,7 @@ static void stop(struct server *srv)
 	for (int i = 0; i < srv->nlisteners; i++)
 		evconnlistener_free(srv->listeners[i]);
 	srv->nlisteners = 0;
+	metrics_stop(srv);
 	if (srv->cfg.unix_socket)
 		unlink(srv->cfg.unix_socket);
 	if (srv->workers)

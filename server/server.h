@@ -13,9 +13,11 @@
 
 #include "cache.h"
 #include "config.h"
+#include "latency.h"
 #include "stats.h"
 
 struct conn;
+struct evhttp;
 
 struct fd_node {
 	int fd;
@@ -37,6 +39,7 @@ struct worker {
 	struct conn *conns;
 	unsigned int nconns;
 	struct thread_stats stats;
+	struct latency_hist *lat; /* [LAT_NCLASSES], written by this thread */
 };
 
 struct server {
@@ -56,11 +59,34 @@ struct server {
 	_Atomic int verbosity;
 	pthread_mutex_t stats_lock; /* baseline */
 	struct stats_sum baseline;  /* subtracted: `stats reset` */
+	struct latency_snapshot lat_baseline[LAT_NCLASSES];
+	struct evhttp *metrics; /* --metrics-port, on base */
 };
 
 /* Adds up every worker's counters, minus the last reset. */
 void server_sum_stats(struct server *srv, struct stats_sum *sum);
 void server_reset_stats(struct server *srv);
+/* Merges every worker's histograms for each class, minus the last reset. */
+void server_sum_latency(struct server *srv,
+			struct latency_snapshot out[LAT_NCLASSES]);
+
+/*
+ * Where the general statistics go: the text protocol's `stats` lines or the
+ * Prometheus endpoint. Counters only grow (until `stats reset`), gauges go
+ * both ways.
+ */
+struct stats_sink {
+	void (*counter)(void *arg, const char *name, uint64_t v);
+	void (*gauge)(void *arg, const char *name, uint64_t v);
+	void (*seconds)(void *arg, const char *name, int64_t sec, long usec);
+	void (*text)(void *arg, const char *name, const char *v);
+	void *arg;
+};
+void server_stats_each(struct server *srv, const struct stats_sink *sink);
+
+/* The Prometheus endpoint (metrics.c); 0 when off or started. */
+int metrics_start(struct server *srv);
+void metrics_stop(struct server *srv);
 
 /* Worker threads (worker.c). */
 int workers_start(struct server *srv);

@@ -97,8 +97,9 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 	w->srv = srv;
 	w->id = id;
 	pthread_mutex_init(&w->lock, NULL);
+	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
 	w->base = event_base_new();
-	if (!w->base)
+	if (!w->lat || !w->base)
 		return -1;
 	w->notify = event_new(w->base, -1, EV_PERSIST, on_notify, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
@@ -116,6 +117,7 @@ static void worker_free(struct worker *w)
 		event_free(w->tick);
 	if (w->base)
 		event_base_free(w->base);
+	free(w->lat);
 	pthread_mutex_destroy(&w->lock);
 }
 

@@ -1,0 +1,152 @@
+/*
+ * The Prometheus endpoint (--metrics-port): GET /metrics on the listener
+ * thread's event base via libevent's evhttp, in the text exposition format
+ * 0.0.4. It exports what `stats` shows (server_stats_each) as rhkv_* series
+ * plus one histogram of command service time per command class. Scrapes
+ * read the workers' relaxed counters and never stop them.
+ */
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "server.h"
+
+/* Histogram bounds: 2^10 ns (1 µs) to 2^30 ns (1.07 s), doubling. */
+#define METRICS_LE_FIRST 10u
+#define METRICS_LE_LAST	 30u
+
+static void series(struct evbuffer *b, const char *type, const char *name,
+		   const char *suffix)
+{
+	evbuffer_add_printf(b, "# TYPE rhkv_%s%s %s\n", name, suffix, type);
+}
+
+static void prom_counter(void *arg, const char *name, uint64_t v)
+{
+	series(arg, "counter", name, "_total");
+	evbuffer_add_printf(arg, "rhkv_%s_total %" PRIu64 "\n", name, v);
+}
+
+static void prom_gauge(void *arg, const char *name, uint64_t v)
+{
+	series(arg, "gauge", name, "");
+	evbuffer_add_printf(arg, "rhkv_%s %" PRIu64 "\n", name, v);
+}
+
+static void prom_seconds(void *arg, const char *name, int64_t sec, long usec)
+{
+	series(arg, "counter", name, "_seconds_total");
+	evbuffer_add_printf(arg, "rhkv_%s_seconds_total %" PRId64 ".%06ld\n",
+			    name, sec, usec);
+}
+
+static void prom_text(void *arg, const char *name, const char *v)
+{
+	/* Prometheus' convention for strings: an info series set to 1. */
+	series(arg, "gauge", name, "_info");
+	evbuffer_add_printf(arg, "rhkv_%s_info{%s=\"%s\"} 1\n", name, name, v);
+}
+
+static void prom_latency(struct server *srv, struct evbuffer *b)
+{
+	static _Thread_local struct latency_snapshot lat[LAT_NCLASSES];
+
+	server_sum_latency(srv, lat);
+	series(b, "histogram", "command_duration_seconds", "");
+	for (unsigned int k = 0; k < LAT_NCLASSES; k++) {
+		const char *cls = lat_class_name[k];
+		uint64_t total = 0;
+
+		for (unsigned int i = 0; i < LAT_NBUCKETS; i++)
+			total += lat[k].buckets[i];
+		for (unsigned int e = METRICS_LE_FIRST; e <= METRICS_LE_LAST;
+		     e++)
+			evbuffer_add_printf(
+				b,
+				"rhkv_command_duration_seconds_bucket{command="
+				"\"%s\",le=\"%.12g\"} %" PRIu64 "\n",
+				cls, (double)(1ull << e) / 1e9,
+				latency_count_below_pow2(&lat[k], e));
+		evbuffer_add_printf(b,
+				    "rhkv_command_duration_seconds_bucket{"
+				    "command=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+				    cls, total);
+		evbuffer_add_printf(b,
+				    "rhkv_command_duration_seconds_sum{command="
+				    "\"%s\"} %.9f\n",
+				    cls, (double)lat[k].sum_ns / 1e9);
+		evbuffer_add_printf(b,
+				    "rhkv_command_duration_seconds_count{"
+				    "command=\"%s\"} %" PRIu64 "\n",
+				    cls, total);
+	}
+}
+
+static void on_metrics(struct evhttp_request *req, void *arg)
+{
+	struct server *srv = arg;
+	struct evbuffer *b;
+	struct stats_sink sink = { prom_counter, prom_gauge, prom_seconds,
+				   prom_text, NULL };
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_send_error(req, 405, "only GET");
+		return;
+	}
+	b = evbuffer_new();
+	if (!b) {
+		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
+		return;
+	}
+	sink.arg = b;
+	server_stats_each(srv, &sink);
+	prom_latency(srv, b);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+			  "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+}
+
+static void on_other(struct evhttp_request *req, void *arg)
+{
+	(void)arg;
+	evhttp_send_error(req, HTTP_NOTFOUND, "try /metrics");
+}
+
+int metrics_start(struct server *srv)
+{
+	const struct config *cfg = &srv->cfg;
+
+	if (!cfg->metrics_port)
+		return 0;
+	srv->metrics = evhttp_new(srv->base);
+	if (!srv->metrics)
+		return -1;
+	/* One small page per scrape: bound what a client may send. */
+	evhttp_set_max_headers_size(srv->metrics, 8192);
+	evhttp_set_max_body_size(srv->metrics, 0);
+	evhttp_set_timeout(srv->metrics, 10);
+	evhttp_set_allowed_methods(srv->metrics, EVHTTP_REQ_GET);
+	if (evhttp_set_cb(srv->metrics, "/metrics", on_metrics, srv))
+		return -1;
+	evhttp_set_gencb(srv->metrics, on_other, NULL);
+	if (!evhttp_bind_socket_with_handle(srv->metrics, cfg->metrics_listen,
+					    (ev_uint16_t)cfg->metrics_port)) {
+		log_error("cannot listen for metrics on %s port %d",
+			  cfg->metrics_listen, cfg->metrics_port);
+		return -1;
+	}
+	log_info("metrics on http://%s:%d/metrics", cfg->metrics_listen,
+		 cfg->metrics_port);
+	return 0;
+}
+
+void metrics_stop(struct server *srv)
+{
+	if (srv->metrics)
+		evhttp_free(srv->metrics);
+	srv->metrics = NULL;
+}
