@@ -294,6 +294,21 @@ static inline void *rhashtable_lookup(struct rhashtable *ht, const void *key,
 }
 
 /*
+ * A hint, not a lookup: starts loading the bucket key hashes to, so that a
+ * lookup or insert of key shortly afterwards does not wait for it. Servers
+ * call it for the next request of a pipelined batch while they execute the
+ * current one. Needs the RCU read lock; reads only, never faults.
+ */
+static inline void rhashtable_prefetch(struct rhashtable *ht, const void *key,
+				       const struct rhashtable_params params)
+{
+	struct bucket_table *tbl = rht__first_table(ht);
+
+	__builtin_prefetch(
+		rht__bucket(tbl, rht__key_hash(ht, tbl, key, params)));
+}
+
+/*
  * Looks up key, taking the RCU read lock itself. The object may be removed
  * and freed as soon as this returns: use it only if the caller knows it
  * cannot be freed (its own reference, or no concurrent remover).

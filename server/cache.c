@@ -189,6 +189,13 @@ static uint64_t next_cas(struct cache *c, unsigned int thread)
 	return ++c->cas_seq[thread] * c->threads + thread + 1;
 }
 
+void cache_prefetch(struct cache *c, struct cache_key key)
+{
+	rhkv_rcu_read_lock();
+	rhashtable_prefetch(&c->ht, &key, cache_params);
+	rhkv_rcu_read_unlock();
+}
+
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 {
 	struct item *it = rhashtable_lookup(&c->ht, &key, cache_params);

@@ -86,6 +86,9 @@ bool cache_item_live(const struct cache *c, const struct item *it, int64_t now);
 /* Live item with key, or NULL (*expired tells whether a dead one was
  * found and reclaimed; may be NULL); inside an RCU read-side section. */
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired);
+/* Starts loading the table bucket of key (a hint for an imminent request;
+ * takes the RCU read lock itself). */
+void cache_prefetch(struct cache *c, struct cache_key key);
 
 /* References for items read outside a read-side section (large values). */
 void item_get(struct item *it);

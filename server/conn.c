@@ -93,6 +93,9 @@ static void process(struct conn *c)
 	const struct config *cfg = &c->w->srv->cfg;
 	const struct proto_limits lim = { .max_value = cfg->max_item_size };
 	struct latency_hist *lat = c->w->lat;
+	struct proto_req next;
+	enum proto_status next_st = PROTO_NEED_MORE;
+	bool have_next = false;
 	uint64_t t0 = 0, t1;
 	size_t off = 0;
 
@@ -108,6 +111,7 @@ static void process(struct conn *c)
 		const char *buf = c->rbuf + off;
 		size_t n = c->rlen - off;
 		struct proto_req req;
+		enum proto_status st;
 
 		if (c->swallow) {
 			size_t k = c->swallow < n ? (size_t)c->swallow : n;
@@ -116,7 +120,30 @@ static void process(struct conn *c)
 			c->swallow -= k;
 			continue;
 		}
-		switch (proto_text_parse(buf, n, &lim, &req)) {
+		/*
+		 * Pipelined batches: the request after this one is parsed now
+		 * and its table bucket prefetched, so that its lookup does not
+		 * stall on memory while this one executes.
+		 */
+		if (have_next) {
+			req = next;
+			st = next_st;
+		} else {
+			st = proto_text_parse(buf, n, &lim, &req);
+		}
+		have_next = false;
+		if (st == PROTO_OK && req.len < n) {
+			next_st = proto_text_parse(buf + req.len, n - req.len,
+						   &lim, &next);
+			have_next = true;
+			if (next_st == PROTO_OK && next.key.len)
+				cache_prefetch(
+					c->w->srv->cache,
+					(struct cache_key){
+						buf + req.len + next.key.off,
+						next.key.len });
+		}
+		switch (st) {
 		case PROTO_NEED_MORE:
 			goto done;
 		case PROTO_OK:
