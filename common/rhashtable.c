@@ -667,6 +667,18 @@ unsigned int rhashtable_size(struct rhashtable *ht)
 	return size;
 }
 
+size_t rhashtable_bucket_bytes(struct rhashtable *ht)
+{
+	size_t bytes = 0;
+
+	rhkv_rcu_read_lock();
+	for (struct bucket_table *t = rht__first_table(ht); t;
+	     t = rht__future(t))
+		bytes += sizeof(*t) + (size_t)t->size * sizeof(t->buckets[0]);
+	rhkv_rcu_read_unlock();
+	return bytes;
+}
+
 uint32_t rhashtable_generation(struct rhashtable *ht)
 {
 	uint32_t gen;

@@ -677,6 +677,10 @@ struct rhashtable_stats {
 /* Longest chain over all tables (walks every bucket: for statistics). */
 unsigned int rhashtable_longest_chain(struct rhashtable *ht);
 
+/* Bytes of every bucket array in use (two while a resize is in flight):
+ * what the table itself costs, for memory accounting. */
+size_t rhashtable_bucket_bytes(struct rhashtable *ht);
+
 /* A snapshot of the table's figures, for statistics. */
 void rhashtable_get_stats(struct rhashtable *ht, struct rhashtable_stats *st);
 

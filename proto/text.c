@@ -375,6 +375,18 @@ static enum proto_status parse_verbosity(const struct line *l,
 	return PROTO_OK;
 }
 
+static enum proto_status parse_memlimit(const struct line *l,
+					struct proto_req *req)
+{
+	if (l->ntok != 2 && l->ntok != 3)
+		return PROTO_ERROR;
+	req->noreply = last_is_noreply(l);
+	if (!parse_u32(l->buf, l->tok[1], &req->memlimit) ||
+	    req->memlimit == 0 || req->memlimit > (1u << 30))
+		return client_error(req, MSG_FORMAT);
+	return PROTO_OK;
+}
+
 static enum proto_status parse_stats(const struct line *l,
 				     struct proto_req *req)
 {
@@ -448,6 +460,7 @@ static const struct {
 	{ "quit", PROTO_CMD_QUIT },
 	{ "stats", PROTO_CMD_STATS },
 	{ "scan", PROTO_CMD_SCAN },
+	{ "cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT },
 };
 
 /*
@@ -509,6 +522,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_stats(l, req);
 	case PROTO_CMD_SCAN:
 		return parse_scan(l, req);
+	case PROTO_CMD_CACHE_MEMLIMIT:
+		return parse_memlimit(l, req);
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;

@@ -44,6 +44,7 @@ enum proto_cmd {
 	PROTO_CMD_QUIT,
 	PROTO_CMD_STATS,
 	PROTO_CMD_SCAN,
+	PROTO_CMD_CACHE_MEMLIMIT,
 };
 
 enum proto_status {
@@ -104,6 +105,7 @@ struct proto_req {
 	uint64_t delta;	       /* incr/decr */
 	int64_t delay;	       /* flush_all; 0 when absent */
 	uint32_t verbosity;    /* verbosity */
+	uint32_t memlimit;     /* cache_memlimit: MiB, >= 1 */
 	struct proto_span arg; /* stats: the sub-command ("" when none) */
 	/* stats: what follows the sub-command, from its next token to the end
 	 * of the last one ("" when none), e.g. "on" in "stats detail on". */

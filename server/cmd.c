@@ -74,11 +74,12 @@ static void cmd_get(struct conn *c, const char *buf,
 		it = cache_find(cache, key_of(buf, key), &expired);
 		if (it) {
 			if (touch)
-				atomic_store_explicit(&it->exptime, exptime,
-						      memory_order_relaxed);
+				cache_item_set_exptime(cache, it, exptime);
 			add_value(c, it, with_cas);
 		}
 		rhkv_rcu_read_unlock();
+		if (expired) /* lazy expiry: reclaim what we met */
+			cache_reap(cache, key_of(buf, key));
 		if (it) {
 			STAT_INC(st, get_hits);
 			if (touch)
@@ -305,6 +306,11 @@ void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req)
 		break;
 	case PROTO_CMD_VERBOSITY:
 		atomic_store(&srv->verbosity, (int)req->verbosity);
+		if (!req->noreply)
+			reply(c, "OK\r\n");
+		break;
+	case PROTO_CMD_CACHE_MEMLIMIT:
+		cache_set_limit(srv->cache, (uint64_t)req->memlimit << 20);
 		if (!req->noreply)
 			reply(c, "OK\r\n");
 		break;

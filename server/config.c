@@ -22,6 +22,9 @@ static const char usage[] =
 	"                             (default 0700)\n"
 	"  -t, --threads=N            worker threads (default: cores)\n"
 	"  -m, --memory-limit=MIB     memory for items, MiB (default 64)\n"
+	"      --conn-memory=MIB      connection buffers, all together "
+	"(default\n"
+	"                             1/8 of -m)\n"
 	"  -c, --conn-limit=N         simultaneous connections (default 1024)\n"
 	"  -I, --max-item-size=SIZE   largest value, k/m suffixes (default "
 	"1m)\n"
@@ -39,7 +42,14 @@ static const char usage[] =
 	"  -h, --help                 this help\n"
 	"  -V, --version              print the version\n";
 
-enum { OPT_IDLE = 256, OPT_STALL, OPT_OUTPUT, OPT_METRICS, OPT_METRICS_LISTEN };
+enum {
+	OPT_IDLE = 256,
+	OPT_STALL,
+	OPT_OUTPUT,
+	OPT_METRICS,
+	OPT_METRICS_LISTEN,
+	OPT_CONN_MEMORY,
+};
 
 static const struct option options[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -49,6 +59,7 @@ static const struct option options[] = {
 	{ "threads", required_argument, NULL, 't' },
 	{ "memory-limit", required_argument, NULL, 'm' },
 	{ "conn-limit", required_argument, NULL, 'c' },
+	{ "conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
 	{ "max-item-size", required_argument, NULL, 'I' },
 	{ "user", required_argument, NULL, 'u' },
 	{ "udp-port", required_argument, NULL, 'U' },
@@ -164,6 +175,12 @@ int config_parse(struct config *cfg, int argc, char **argv)
 					   "not a number of MiB");
 			cfg->memory_limit = (uint64_t)v << 20;
 			break;
+		case OPT_CONN_MEMORY:
+			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
+				return bad("connection memory", optarg,
+					   "not a number of MiB");
+			cfg->conn_memory = (uint64_t)v << 20;
+			break;
 		case 'c':
 			if (!parse_long(optarg, 1, 1 << 20, 10, &v))
 				return bad("connection limit", optarg,
@@ -239,6 +256,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	}
 	if (cfg->nlisten == 0)
 		cfg->listen[cfg->nlisten++] = "127.0.0.1";
+	if (!cfg->conn_memory)
+		cfg->conn_memory = cfg->memory_limit / 8;
 	return 0;
 }
 
@@ -263,6 +282,7 @@ void config_each(const struct config *cfg,
 	} while (0)
 	NUM("maxbytes", "%" PRIu64, cfg->memory_limit);
 	NUM("maxconns", "%d", cfg->conn_limit);
+	NUM("conn_memory", "%" PRIu64, cfg->conn_memory);
 	NUM("tcpport", "%d", cfg->port);
 	NUM("udpport", "%d", 0);
 	fn("inter", listen, arg);

@@ -22,6 +22,7 @@ struct config {
 	unsigned int unix_mask;
 	int threads;
 	uint64_t memory_limit; /* bytes */
+	uint64_t conn_memory;  /* bytes for connection buffers, all together */
 	int conn_limit;
 	uint32_t max_item_size;
 	int verbose;

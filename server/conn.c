@@ -19,6 +19,32 @@
 
 static void conn_on_event(evutil_socket_t fd, short what, void *arg);
 
+/* Brings srv->conn_bytes up to date with this connection's buffers: one
+ * shared atomic add, only when they changed. */
+static void account(struct conn *c, size_t now)
+{
+	if (now != c->accounted) {
+		atomic_fetch_add_explicit(&c->w->srv->conn_bytes,
+					  (int64_t)now - (int64_t)c->accounted,
+					  memory_order_relaxed);
+		c->accounted = now;
+	}
+}
+
+static size_t buffer_bytes(const struct conn *c)
+{
+	return c->rcap + (c->out ? evbuffer_get_length(c->out) : 0);
+}
+
+/* Whether connection buffers, all together, are past --conn-memory. */
+static bool conn_memory_full(const struct conn *c)
+{
+	const struct server *srv = c->w->srv;
+
+	return atomic_load_explicit(&srv->conn_bytes, memory_order_relaxed) >
+	       (int64_t)srv->cfg.conn_memory;
+}
+
 struct conn *conn_new(struct worker *w, int fd)
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -39,6 +65,7 @@ struct conn *conn_new(struct worker *w, int fd)
 		return NULL;
 	}
 	c->last_active = cache_now();
+	account(c, buffer_bytes(c));
 	c->next = w->conns;
 	if (c->next)
 		c->next->prev = c;
@@ -71,6 +98,8 @@ void conn_close(struct conn *c)
 	if (c->out)
 		evbuffer_free(c->out); /* drops references to large items */
 	free(c->rbuf);
+	if (c->w)
+		account(c, 0);
 	close(c->fd);
 	atomic_fetch_sub(&w->srv->curr_conns, 1);
 	free(c);
@@ -190,6 +219,15 @@ done:
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
 	}
+	/* A big value has gone through: give its buffer back. */
+	if (c->rlen <= RBUF_INITIAL / 2 && c->rcap > RBUF_INITIAL) {
+		char *p = realloc(c->rbuf, RBUF_INITIAL);
+
+		if (p) {
+			c->rbuf = p;
+			c->rcap = RBUF_INITIAL;
+		}
+	}
 }
 
 /* Reads once; returns false when the connection must close now. */
@@ -205,6 +243,18 @@ static bool conn_read(struct conn *c)
 			cap = rbuf_limit(c);
 		if (cap == c->rcap)
 			return false; /* the parser bounds lines: cannot happen */
+		if (conn_memory_full(c)) {
+			/* Growing now would take memory other clients' buffers
+			 * need: this request cannot be read. */
+			log_info("closing connection %d: connection memory "
+				 "full (--conn-memory)",
+				 c->fd);
+			evbuffer_add_printf(
+				c->out, "SERVER_ERROR out of memory reading "
+					"request\r\n");
+			evbuffer_write(c->out, c->fd);
+			return false;
+		}
 		p = realloc(c->rbuf, cap);
 		if (!p)
 			return false;
@@ -245,8 +295,11 @@ static bool conn_write(struct conn *c)
 static void update_events(struct conn *c)
 {
 	size_t pending = evbuffer_get_length(c->out);
-	bool want_read =
-		!c->close_when_done && pending < c->w->srv->cfg.output_hwm;
+	/* Past --conn-memory, connections with replies pending wait for
+	 * them to drain before they may add more. */
+	bool want_read = !c->close_when_done &&
+			 pending < c->w->srv->cfg.output_hwm &&
+			 !(pending && conn_memory_full(c));
 
 	if (pending) {
 		event_add(c->wev, NULL);
@@ -284,6 +337,7 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 		conn_close(c);
 		return;
 	}
+	account(c, buffer_bytes(c));
 	update_events(c);
 }
 

@@ -24,6 +24,7 @@ struct conn {
 	bool read_paused;      /* backpressure */
 	int64_t last_active;   /* seconds: last byte read or written */
 	int64_t stalled_since; /* seconds: output pending, none written */
+	size_t accounted;      /* buffer bytes counted in srv->conn_bytes */
 	struct conn *prev, *next;
 };
 

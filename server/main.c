@@ -198,7 +198,8 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&srv.stats_lock, NULL);
 	srv.started = cache_now();
-	srv.cache = cache_create((unsigned int)srv.cfg.threads);
+	srv.cache = cache_create((unsigned int)srv.cfg.threads,
+				 srv.cfg.memory_limit);
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");

@@ -54,6 +54,9 @@ struct server {
 	struct event *sigterm, *sigint;
 	int64_t started;
 	_Atomic int curr_conns;
+	/* Bytes of every connection's input and output buffers (--conn-memory
+	 * bounds it); each connection adds its own changes. */
+	_Atomic int64_t conn_bytes;
 	_Atomic unsigned long total_conns;
 	_Atomic unsigned long rejected_conns;
 	_Atomic int verbosity;
@@ -62,6 +65,14 @@ struct server {
 	struct latency_snapshot lat_baseline[LAT_NCLASSES];
 	struct evhttp *metrics; /* --metrics-port, on base */
 };
+
+static inline uint64_t server_conn_bytes(struct server *srv)
+{
+	int64_t v =
+		atomic_load_explicit(&srv->conn_bytes, memory_order_relaxed);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
 
 /* Adds up every worker's counters, minus the last reset. */
 void server_sum_stats(struct server *srv, struct stats_sum *sum);

@@ -99,13 +99,18 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 #define STATS_PRINT(name) k->counter(k->arg, #name, s.name);
 	THREAD_STATS(STATS_PRINT)
 #undef STATS_PRINT
-	k->gauge(k->arg, "limit_maxbytes", srv->cfg.memory_limit);
+	k->gauge(k->arg, "limit_maxbytes", cs.limit);
 	k->gauge(k->arg, "threads", srv->nworkers);
 	k->gauge(k->arg, "bytes", cs.bytes);
 	k->gauge(k->arg, "curr_items", cs.curr_items);
-	k->counter(k->arg, "evictions", 0);
-	k->counter(k->arg, "expired_unfetched", 0);
-	k->counter(k->arg, "reclaimed", 0);
+	k->gauge(k->arg, "hash_bytes", cs.hash_bytes);
+	k->gauge(k->arg, "retired_bytes", cs.retired_bytes);
+	k->gauge(k->arg, "conn_buffer_bytes", server_conn_bytes(srv));
+	k->counter(k->arg, "evictions", cs.evictions);
+	k->counter(k->arg, "evicted_unfetched", cs.evicted_unfetched);
+	k->counter(k->arg, "evicted_active", cs.evicted_active);
+	k->counter(k->arg, "expired_unfetched", cs.expired_unfetched);
+	k->counter(k->arg, "reclaimed", cs.reclaimed);
 	k->gauge(k->arg, "hash_buckets", cs.table.size);
 	k->gauge(k->arg, "hash_is_expanding", cs.table.resizing);
 }
