@@ -249,14 +249,22 @@ static void flush_if_due(struct cache *c)
 
 void cache_flush(struct cache *c, int64_t delay)
 {
+	/* As memcached: a delay up to 30 days is relative, above it a unix
+	 * time; relative delays count from now to the nanosecond. */
+	int64_t due = 0;
+
+	if (delay > REL_TIME_MAX)
+		due = delay < INT64_MAX / 1000000000 ? delay * 1000000000
+						     : INT64_MAX;
+	else if (delay > 0)
+		due = now_ns() + delay * 1000000000;
 	pthread_mutex_lock(&c->flush_lock);
-	if (delay <= 0) {
+	if (due <= now_ns()) {
 		flush_apply(c);
 		atomic_store_explicit(&c->flush_due_ns, 0,
 				      memory_order_release);
 	} else {
-		atomic_store_explicit(&c->flush_due_ns,
-				      now_ns() + delay * 1000000000,
+		atomic_store_explicit(&c->flush_due_ns, due,
 				      memory_order_release);
 	}
 	pthread_mutex_unlock(&c->flush_lock);

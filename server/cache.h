@@ -191,7 +191,8 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 /* Sets exptime of a live item. Returns whether there was one. */
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);
 
-/* Invalidates every item stored before now + delay, once that time comes. */
+/* Invalidates every item stored before the flush time, once it comes:
+ * now + delay (delay up to 30 days, as memcached) or the unix time delay. */
 void cache_flush(struct cache *c, int64_t delay);
 
 /* Calls fn for live keys from cursor; returns the next cursor (see

@@ -5,6 +5,7 @@
  * Prometheus endpoint (metrics.c) exports exactly what `stats` shows.
  */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -161,6 +162,52 @@ static void stats_table(struct conn *c)
 	stat_u(c, "longest_chain", cs.longest_chain);
 }
 
+/* Resident bytes of the process (0 if /proc cannot tell). */
+static uint64_t process_rss(void)
+{
+	unsigned long size, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Where the memory goes, as the cache counts it (what -m bounds) and as
+ * the allocator and the kernel see it, to cross-check the accounting.
+ */
+static void stats_memory(struct conn *c)
+{
+	struct server *srv = c->w->srv;
+	struct mallinfo2 mi = mallinfo2();
+	struct cache_stats cs;
+	uint64_t headers;
+
+	cache_get_stats(srv->cache, &cs, false);
+	headers = (uint64_t)cs.curr_items * ITEM_HEADER_BYTES;
+	stat_u(c, "limit_maxbytes", cs.limit);
+	stat_u(c, "accounted_bytes",
+	       cs.bytes + cs.retired_bytes + cs.hash_bytes);
+	stat_u(c, "curr_items", cs.curr_items);
+	/* bytes = item_headers + item_keys_values + item_alloc_overhead */
+	stat_u(c, "bytes", cs.bytes);
+	stat_u(c, "item_headers", headers);
+	stat_u(c, "item_keys_values", cs.item_data - headers);
+	stat_u(c, "item_alloc_overhead", cs.bytes - cs.item_data);
+	stat_u(c, "hash_bytes", cs.hash_bytes);
+	stat_u(c, "retired_bytes", cs.retired_bytes);
+	stat_u(c, "conn_buffer_bytes", server_conn_bytes(srv));
+	stat_u(c, "conn_memory_limit", srv->cfg.conn_memory);
+	/* The allocator's view (glibc): in use, and held from the kernel. */
+	stat_u(c, "malloc_in_use", mi.uordblks + mi.hblkhd);
+	stat_u(c, "malloc_held", mi.arena + mi.hblkhd);
+	stat_u(c, "process_rss", process_rss());
+}
+
 /* Per command class: count, mean and percentiles in µs (3 decimals). */
 static void stats_latency(struct conn *c)
 {
@@ -207,6 +254,8 @@ void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req)
 		stats_table(c);
 	} else if (n == 7 && !memcmp(arg, "latency", 7)) {
 		stats_latency(c);
+	} else if (n == 6 && !memcmp(arg, "memory", 6)) {
+		stats_memory(c);
 	} else if (n == 5 && !memcmp(arg, "reset", 5)) {
 		server_reset_stats(c->w->srv);
 		evbuffer_add(c->out, "RESET\r\n", 7);

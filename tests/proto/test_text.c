@@ -197,6 +197,16 @@ static const struct status_case cases[] = {
 	CERR("flush_all 99999999999999999999\r\n", EXPT),
 	CERR("flush_all noreply 0\r\n", EXPT),
 	CERRNR("flush_all x noreply\r\n", EXPT),
+	/* cache_memlimit */
+	ERR("cache_memlimit\r\n"),
+	ERR("cache_memlimit 1 x y\r\n"),
+	OK("cache_memlimit 64\r\n"),
+	OK("cache_memlimit 1073741824\r\n"),
+	OKNR("cache_memlimit 64 noreply\r\n"),
+	CERR("cache_memlimit 0\r\n", FMT),
+	CERR("cache_memlimit 1073741825\r\n", FMT),
+	CERR("cache_memlimit x\r\n", FMT),
+	CERR("cache_memlimit -1\r\n", FMT),
 	/* verbosity */
 	ERR("verbosity\r\n"),
 	ERR("verbosity 1 x y\r\n"),
