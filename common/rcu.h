@@ -87,6 +87,13 @@ static inline void rhkv_rcu_callback_enter(void)
 	rhkv_rcu__tsan_acquire();
 }
 
+/* Last statement of a callback whose writes a later rhkv_rcu_barrier()
+ * caller relies on (TSan cannot see liburcu's own ordering). */
+static inline void rhkv_rcu_callback_exit(void)
+{
+	rhkv_rcu__tsan_release();
+}
+
 /* Waits until every callback queued by rhkv_rcu_call() so far has run. */
 static inline void rhkv_rcu_barrier(void)
 {

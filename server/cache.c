@@ -324,6 +324,7 @@ static void batch_free_rcu(struct rcu_head *head)
 	rhkv_rcu_callback_enter();
 	batch_free((struct retire_batch *)((char *)head -
 					   offsetof(struct retire_batch, rcu)));
+	rhkv_rcu_callback_exit();
 }
 
 void cache_thread_flush(struct cache *c)

@@ -169,10 +169,12 @@ void workers_stop(struct server *srv)
 		pthread_mutex_unlock(&w->lock);
 		event_active(w->notify, EV_READ, 0);
 	}
-	for (unsigned int i = 0; i < srv->nworkers; i++) {
+	/* All joined before any is freed: a worker still draining may be
+	 * answering `stats`, which reads every worker's counters. */
+	for (unsigned int i = 0; i < srv->nworkers; i++)
 		pthread_join(srv->workers[i].tid, NULL);
+	for (unsigned int i = 0; i < srv->nworkers; i++)
 		worker_free(&srv->workers[i]);
-	}
 	free(srv->workers);
 	srv->workers = NULL;
 	srv->nworkers = 0;
