@@ -30,6 +30,7 @@ const char bench_usage[] =
 	"  --requests N        stop after N requests instead\n"
 	"  --prefill           set every key once before the run\n"
 	"  --miss-set          set a key after a get misses it\n"
+	"  --ttl S             exptime of every set, in seconds (0: none)\n"
 	"  --json FILE         write the results as JSON\n";
 
 enum {
@@ -49,6 +50,7 @@ enum {
 	O_REQUESTS,
 	O_PREFILL,
 	O_MISS_SET,
+	O_TTL,
 	O_JSON,
 	O_HELP,
 };
@@ -70,6 +72,7 @@ static const struct option long_opts[] = {
 	{ "requests", required_argument, NULL, O_REQUESTS },
 	{ "prefill", no_argument, NULL, O_PREFILL },
 	{ "miss-set", no_argument, NULL, O_MISS_SET },
+	{ "ttl", required_argument, NULL, O_TTL },
 	{ "json", required_argument, NULL, O_JSON },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -210,6 +213,9 @@ static int parse_one(struct bench_opts *o, int c, const char *a)
 		return parse_duration(o, a);
 	case O_REQUESTS:
 		return parse_u64(a, 1, UINT64_MAX / 2, &o->requests, NULL);
+	case O_TTL:
+		/* memcached reads more than 30 days as a unix time. */
+		return parse_u64(a, 0, 60 * 60 * 24 * 30, &o->ttl, NULL);
 	case O_JSON:
 		o->json_path = a;
 		return a[0] != '\0' ? 0 : -EINVAL;

@@ -24,6 +24,7 @@ struct bench_opts {
 	uint64_t requests; /* 0: run for duration */
 	int prefill;
 	int miss_set;
+	uint64_t ttl; /* exptime of every set, seconds (0: none) */
 	int help;
 };
 

@@ -6,6 +6,7 @@
 #include "reply.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -126,8 +127,9 @@ static void send_request(struct conn *c, uint32_t key, int is_get,
 		if (o->value_max > o->value_min)
 			vlen += rng_next(&w->rng) %
 				(o->value_max - o->value_min + 1);
-		n = snprintf(line, sizeof(line), "set k%0*u 0 0 %zu\r\n",
-			     (int)o->key_size - 1, key, vlen);
+		n = snprintf(line, sizeof(line),
+			     "set k%0*u 0 %" PRIu64 " %zu\r\n",
+			     (int)o->key_size - 1, key, o->ttl, vlen);
 	}
 	evbuffer_add(out, line, (size_t)n);
 	if (!is_get) {

@@ -57,16 +57,16 @@ static int parse(struct bench_opts *o, char *err, int argc, char **argv)
 
 Test(args, parser_accepts_a_full_line, .timeout = 10)
 {
-	char *argv[] = { "rhkv-bench", "--host",      "localhost",
-			 "--port",     "1234",	      "--threads",
-			 "2",	       "--conns",     "25",
-			 "--pipeline", "16",	      "--protocol",
-			 "text",       "--keys",      "1000",
-			 "--key-size", "12",	      "--value-size",
-			 "10-20",      "--dist",      "zipf:0.99",
-			 "--ratio",    "1:9",	      "--requests",
-			 "500",	       "--prefill",   "--miss-set",
-			 "--json",     "/tmp/x.json", NULL };
+	char *argv[] = {
+		"rhkv-bench", "--host",	      "localhost",   "--port",
+		"1234",	      "--threads",    "2",	     "--conns",
+		"25",	      "--pipeline",   "16",	     "--protocol",
+		"text",	      "--keys",	      "1000",	     "--key-size",
+		"12",	      "--value-size", "10-20",	     "--dist",
+		"zipf:0.99",  "--ratio",      "1:9",	     "--requests",
+		"500",	      "--prefill",    "--miss-set",  "--ttl",
+		"60",	      "--json",	      "/tmp/x.json", NULL
+	};
 	struct bench_opts o;
 	char err[256];
 	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1;
@@ -85,7 +85,18 @@ Test(args, parser_accepts_a_full_line, .timeout = 10)
 	cr_assert_eq(o.get_ratio, 9);
 	cr_assert_eq(o.requests, 500);
 	cr_assert(o.prefill && o.miss_set);
+	cr_assert_eq(o.ttl, 60);
 	cr_assert_str_eq(o.json_path, "/tmp/x.json");
+}
+
+Test(args, ttl_beyond_thirty_days_is_refused, .timeout = 10)
+{
+	/* The server would read it as a unix time, long past. */
+	char *argv[] = { "rhkv-bench", "--ttl", "2592001", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 3, argv), -22);
+	cr_assert_neq(err[0], '\0');
 }
 
 Test(args, key_size_too_short_for_keys, .timeout = 10)
