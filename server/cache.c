@@ -30,7 +30,8 @@
 #define QUEUE_SHARDS	16	  /* SIEVE queues, chosen by item address */
 #define EVICT_BATCH	32	  /* victims per shard visit */
 #define SWEEP_MAX	256	  /* dead items collected per sweep step */
-#define TICK_NS		100000000 /* maintenance: every 100 ms */
+#define TICK_NS		100000000 /* maintenance: every 100 ms, */
+#define TICK_BUSY_NS	10000000  /* or 10 ms while the sweep reclaims */
 #define SWEEP_BUDGET_NS 2000000	  /* at most 2 ms of sweeping a tick */
 #define SWEEP_STEP	64
 
@@ -43,6 +44,7 @@ struct queue {
 	_Alignas(64) pthread_mutex_t lock;
 	struct item *head, *tail, *hand;
 	unsigned long items;
+	_Atomic int64_t bytes; /* written under lock, read by choosers */
 };
 
 /* qold values of items that are not in a queue (never a real address). */
@@ -67,9 +69,8 @@ struct cache {
 	_Atomic int64_t item_data; /* linked items, header + key + value */
 	_Atomic int64_t retired;   /* unlinked, not yet freed */
 
-	/* Eviction: SIEVE queues; evicting writers take turns on them. */
+	/* Eviction: SIEVE queues; evicting writers take the fullest. */
 	struct queue queues[QUEUE_SHARDS];
-	_Atomic unsigned int next_queue;
 
 	/* flush_all: a snapshot of every thread's cas sequence; items at or
 	 * below their thread's entry are dead. flush_due_ns: a delayed flush
@@ -455,6 +456,7 @@ static void queue_unlink_locked(struct queue *q, struct item *it)
 	else
 		q->tail = it->qnew;
 	q->items--;
+	add64(&q->bytes, -(int64_t)cache_item_footprint(it));
 }
 
 /* A newly linked item joins its queue at the head (inside the read-side
@@ -473,6 +475,7 @@ static void queue_push(struct cache *c, struct item *it)
 			q->tail = it;
 		q->head = it;
 		q->items++;
+		add64(&q->bytes, (int64_t)cache_item_footprint(it));
 	}
 	pthread_mutex_unlock(&q->lock);
 }
@@ -546,7 +549,22 @@ static unsigned int queue_evict(struct cache *c, struct queue *q, int64_t want,
 }
 
 /*
- * Evicts until `want` more bytes fit, taking the queues in turn. Unlinked
+ * The queue holding the most bytes: evicting there keeps the shards even
+ * in bytes, so each hand laps its items as fast as the others do, whatever
+ * sizes the allocator's placement (the shard key) groups together.
+ */
+static struct queue *fullest_queue(struct cache *c)
+{
+	struct queue *best = &c->queues[0];
+
+	for (unsigned int i = 1; i < QUEUE_SHARDS; i++)
+		if (load64(&c->queues[i].bytes) > load64(&best->bytes))
+			best = &c->queues[i];
+	return best;
+}
+
+/*
+ * Evicts until `want` more bytes fit, from the fullest queue each time. Unlinked
  * items keep counting until their grace period ends; past limit/16 of them
  * it waits for that instead of evicting more. Returns whether want fits.
  */
@@ -571,9 +589,7 @@ static bool evict_until(struct cache *c, int64_t want)
 				return load64(&c->mem) + want <= item_budget(c);
 			continue;
 		}
-		q = &c->queues[atomic_fetch_add_explicit(&c->next_queue, 1,
-							 memory_order_relaxed) %
-			       QUEUE_SHARDS];
+		q = fullest_queue(c);
 		n = queue_evict(c, q, short_by, EVICT_BATCH, victims);
 		idle = n ? 0 : idle + 1;
 		for (unsigned int i = 0; i < n; i++)
@@ -632,13 +648,14 @@ static void maint_evict(struct cache *c)
 }
 
 /* Unlinks dead items for at most SWEEP_BUDGET_NS, resuming where the last
- * tick stopped. */
-static void maint_sweep(struct cache *c)
+ * tick stopped. Returns whether it found any. */
+static bool maint_sweep(struct cache *c)
 {
 	int64_t start = mono_ns();
+	bool found = false;
 
 	if (!atomic_load_explicit(&c->sweep_wanted, memory_order_relaxed))
-		return;
+		return false;
 	do {
 		struct sweep_ctx sw = { .c = c, .now = cache_now() };
 
@@ -647,11 +664,13 @@ static void maint_sweep(struct cache *c)
 					sweep_visit, &sw, NULL);
 		for (unsigned int i = 0; i < sw.n; i++)
 			item_unlinked(c, sw.dead[i]);
+		found |= sw.n > 0;
 		if (c->sweep_cursor == 0) {
 			count(&c->sweep_passes);
 			break;
 		}
 	} while (mono_ns() - start < SWEEP_BUDGET_NS);
+	return found;
 }
 
 static void *maint_main(void *arg)
@@ -662,14 +681,16 @@ static void *maint_main(void *arg)
 	pthread_mutex_lock(&c->maint_lock);
 	while (!c->maint_stop) {
 		struct timespec until;
+		bool busy;
 
 		pthread_mutex_unlock(&c->maint_lock);
 		flush_if_due(c);
 		maint_evict(c);
-		maint_sweep(c);
+		/* A mass expiry: sweep more often, never longer at a time. */
+		busy = maint_sweep(c);
 		cache_thread_flush(c);
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += TICK_NS;
+		until.tv_nsec += busy ? TICK_BUSY_NS : TICK_NS;
 		if (until.tv_nsec >= 1000000000) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;
