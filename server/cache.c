@@ -951,7 +951,7 @@ static enum cache_result store_once(struct cache *c, unsigned int thread,
 				    struct cache_key key, uint32_t flags,
 				    uint32_t exptime, const char *value,
 				    uint32_t nbytes, uint64_t cas_in,
-				    struct attempt *a)
+				    uint64_t *cas_out, struct attempt *a)
 {
 	struct item *old = rhashtable_lookup(&c->ht, &key, cache_params);
 	bool live = old && cache_item_live(c, old, cache_now());
@@ -969,6 +969,8 @@ static enum cache_result store_once(struct cache *c, unsigned int thread,
 	fresh = build(c, thread, mode, key, flags, exptime, value, nbytes, old);
 	if (!fresh)
 		return CACHE_NO_MEMORY;
+	if (cas_out)
+		*cas_out = fresh->cas; /* before linking: then it may go */
 	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
 }
 
@@ -995,7 +997,7 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 			      enum cache_store_mode mode, struct cache_key key,
 			      uint32_t flags, int64_t exptime,
 			      const char *value, uint32_t nbytes,
-			      uint64_t cas_in)
+			      uint64_t cas_in, uint64_t *cas_out)
 {
 	struct attempt a = { 0 };
 	unsigned int tries = 0;
@@ -1006,7 +1008,7 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 		rhkv_rcu_read_lock();
 		res = store_once(c, thread, mode, key, flags,
 				 exptime_u32(exptime), value, nbytes, cas_in,
-				 &a);
+				 cas_out, &a);
 		rhkv_rcu_read_unlock();
 		if (!settle(c, &a, &tries))
 			return CACHE_NO_MEMORY;

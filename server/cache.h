@@ -175,12 +175,13 @@ void item_put(struct item *it);
  * Stores value under key per mode (cas: only if the live item's cas equals
  * cas_in). thread picks the cas sequence (unique per thread, no sharing).
  * CACHE_NO_MEMORY only when the item cannot fit even in an empty cache.
+ * cas_out (may be NULL) receives the stored item's cas.
  */
 enum cache_result cache_store(struct cache *c, unsigned int thread,
 			      enum cache_store_mode mode, struct cache_key key,
 			      uint32_t flags, int64_t exptime,
 			      const char *value, uint32_t nbytes,
-			      uint64_t cas_in);
+			      uint64_t cas_in, uint64_t *cas_out);
 
 /* Removes key if present (live or not). Returns whether a live one was. */
 bool cache_delete(struct cache *c, struct cache_key key);

@@ -114,7 +114,7 @@ static void cmd_store(struct conn *c, const char *buf,
 	res = cache_store(c->w->srv->cache, c->w->id, modes[req->cmd],
 			  key_of(buf, req->key), req->flags,
 			  cache_abs_exptime(req->exptime), buf + req->value_off,
-			  req->nbytes, req->cas);
+			  req->nbytes, req->cas, NULL);
 	switch (res) {
 	case CACHE_STORED:
 		text = "STORED\r\n";
@@ -234,8 +234,6 @@ static void cmd_scan(struct conn *c, const char *buf,
 			  &so);
 	evbuffer_add_printf(c->out, "CURSOR %" PRIu64 "\r\n", next);
 }
-
-void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
 
 unsigned int cmd_latency_class(const struct proto_req *req)
 {

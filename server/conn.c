@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/binary.h"
 #include "proto/text.h"
 #include "server.h"
 
@@ -98,6 +99,11 @@ void conn_close(struct conn *c)
 	if (c->out)
 		evbuffer_free(c->out); /* drops references to large items */
 	free(c->rbuf);
+	if (c->bin) {
+		msgpack_sbuffer_destroy(&c->bin->sb);
+		proto_bin_decoder_destroy(&c->bin->dec);
+		free(c->bin);
+	}
 	if (c->w)
 		account(c, 0);
 	close(c->fd);
@@ -116,8 +122,8 @@ static size_t rbuf_limit(const struct conn *c)
 	return PROTO_GET_LINE_MAX + (size_t)c->w->srv->cfg.max_item_size + 2;
 }
 
-/* Executes the complete requests in rbuf; returns false to stop reading. */
-static void process(struct conn *c)
+/* Executes the complete text requests in rbuf; returns the bytes used. */
+static size_t process_text(struct conn *c)
 {
 	const struct config *cfg = &c->w->srv->cfg;
 	const struct proto_limits lim = { .max_value = cfg->max_item_size };
@@ -215,6 +221,41 @@ static void process(struct conn *c)
 		off += req.len;
 	}
 done:
+	return off;
+}
+
+/* The first byte tells the protocol: a binary frame's length starts with
+ * 0x00, which no text command does. */
+static bool choose_protocol(struct conn *c)
+{
+	if (c->rbuf[0] != 0) {
+		c->proto = CONN_TEXT;
+		return true;
+	}
+	c->bin = calloc(1, sizeof(*c->bin));
+	if (!c->bin)
+		return false;
+	msgpack_sbuffer_init(&c->bin->sb);
+	proto_bin_decoder_init(&c->bin->dec);
+	c->proto = CONN_BINARY;
+	return true;
+}
+
+/* Executes every complete request in rbuf and keeps the rest. */
+static void process(struct conn *c)
+{
+	size_t off;
+
+	if (!c->rlen)
+		return;
+	if (c->proto == CONN_UNKNOWN && !choose_protocol(c)) {
+		c->close_when_done = true;
+		return;
+	}
+	if (c->proto == CONN_BINARY)
+		off = cmd_binary_process(c, c->rbuf, c->rlen);
+	else
+		off = process_text(c);
 	if (off) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;

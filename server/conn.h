@@ -10,7 +10,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/binary.h"
+
 struct worker;
+
+enum conn_proto {
+	CONN_UNKNOWN, /* until the first byte */
+	CONN_TEXT,
+	CONN_BINARY,
+};
+
+/* A binary connection's reply buffer and decoder, reused per frame. */
+struct conn_binary {
+	msgpack_sbuffer sb;
+	struct proto_bin_decoder dec;
+};
 
 struct conn {
 	struct worker *w;
@@ -19,12 +33,14 @@ struct conn {
 	char *rbuf;
 	size_t rlen, rcap;
 	struct evbuffer *out;
-	uint64_t swallow;      /* bytes of a too-large value to discard */
-	bool close_when_done;  /* quit, line too long, shutdown */
-	bool read_paused;      /* backpressure */
-	int64_t last_active;   /* seconds: last byte read or written */
-	int64_t stalled_since; /* seconds: output pending, none written */
-	size_t accounted;      /* buffer bytes counted in srv->conn_bytes */
+	enum conn_proto proto;
+	struct conn_binary *bin; /* CONN_BINARY only */
+	uint64_t swallow;	 /* bytes of a too-large value to discard */
+	bool close_when_done;	 /* quit, line too long, shutdown */
+	bool read_paused;	 /* backpressure */
+	int64_t last_active;	 /* seconds: last byte read or written */
+	int64_t stalled_since;	 /* seconds: output pending, none written */
+	size_t accounted;	 /* buffer bytes counted in srv->conn_bytes */
 	struct conn *prev, *next;
 };
 
@@ -40,6 +56,13 @@ void conn_tick(struct conn *c, int64_t now);
 /* Executes one parsed request (cmd.c); replies go to c->out. */
 struct proto_req;
 void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req);
+/* `stats [group]` (stats.c), the text reply into c->out. */
+void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
+
+/* Executes the complete binary frames in buf[0..n) (cmd_binary.c);
+ * returns the bytes used. */
+size_t cmd_binary_process(struct conn *c, const char *buf, size_t n);
+
 /* Which latency histogram (latency.h) a request's time goes to. */
 unsigned int cmd_latency_class(const struct proto_req *req);
 

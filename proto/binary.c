@@ -1,0 +1,529 @@
+/*
+ * The binary protocol codec: frame headers, a structural guard in front of
+ * msgpack-c, request and reply decoding, and frame encoding. See binary.h
+ * and PROTOCOL.md.
+ */
+#include "binary.h"
+
+#include <string.h>
+
+#include "text.h"
+
+static const char *const op_names[PROTO_OP_MAX + 1] = {
+	[PROTO_OP_GET] = "get",
+	[PROTO_OP_GETS] = "gets",
+	[PROTO_OP_MGET] = "mget",
+	[PROTO_OP_SET] = "set",
+	[PROTO_OP_ADD] = "add",
+	[PROTO_OP_REPLACE] = "replace",
+	[PROTO_OP_APPEND] = "append",
+	[PROTO_OP_PREPEND] = "prepend",
+	[PROTO_OP_CAS] = "cas",
+	[PROTO_OP_DELETE] = "delete",
+	[PROTO_OP_INCR] = "incr",
+	[PROTO_OP_DECR] = "decr",
+	[PROTO_OP_TOUCH] = "touch",
+	[PROTO_OP_GAT] = "gat",
+	[PROTO_OP_FLUSH_ALL] = "flush_all",
+	[PROTO_OP_SCAN] = "scan",
+	[PROTO_OP_STATS] = "stats",
+	[PROTO_OP_VERSION] = "version",
+	[PROTO_OP_NOOP] = "noop",
+	[PROTO_OP_QUIT] = "quit",
+	[PROTO_OP_AUTH] = "auth",
+};
+
+static const char *const status_names[PROTO_ST_MAX + 1] = {
+	[PROTO_ST_OK] = "OK",
+	[PROTO_ST_NOT_FOUND] = "NOT_FOUND",
+	[PROTO_ST_NOT_STORED] = "NOT_STORED",
+	[PROTO_ST_EXISTS] = "EXISTS",
+	[PROTO_ST_TOO_LARGE] = "TOO_LARGE",
+	[PROTO_ST_BAD_KEY] = "BAD_KEY",
+	[PROTO_ST_NON_NUMERIC] = "NON_NUMERIC",
+	[PROTO_ST_OUT_OF_MEMORY] = "OUT_OF_MEMORY",
+	[PROTO_ST_BAD_REQUEST] = "BAD_REQUEST",
+	[PROTO_ST_SERVER_ERROR] = "SERVER_ERROR",
+	[PROTO_ST_AUTH_REQUIRED] = "AUTH_REQUIRED",
+};
+
+const char *proto_bin_op_name(uint32_t op)
+{
+	return op <= PROTO_OP_MAX && op_names[op] ? op_names[op] : "?";
+}
+
+const char *proto_bin_status_name(uint32_t status)
+{
+	return status <= PROTO_ST_MAX ? status_names[status] : "?";
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint16_t be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+enum proto_bin_frame proto_bin_frame_len(const char *buf, size_t n,
+					 size_t limit, uint32_t *body_len)
+{
+	if (n < PROTO_BIN_HEADER)
+		return PROTO_BIN_FRAME_NEED_MORE;
+	*body_len = be32((const unsigned char *)buf);
+	return *body_len > limit ? PROTO_BIN_FRAME_TOO_LARGE
+				 : PROTO_BIN_FRAME_OK;
+}
+
+/* ---- the structural guard ---- */
+
+/*
+ * Sizes of one msgpack object's header at p (n bytes available): *head is
+ * its header length, and either *data (bytes of payload after the header)
+ * or *elems (objects that follow: array elements, map keys and values).
+ * False when the type byte is invalid or the header is cut short.
+ */
+static bool object_head(const unsigned char *p, size_t n, size_t *head,
+			size_t *data, uint64_t *elems)
+{
+	unsigned char b = p[0];
+
+	*data = 0;
+	*elems = 0;
+	*head = 1;
+	if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+		return true;
+	if (b >= 0x80 && b <= 0x8f) {
+		*elems = 2u * (b & 0x0fu);
+		return true;
+	}
+	if (b >= 0x90 && b <= 0x9f) {
+		*elems = b & 0x0fu;
+		return true;
+	}
+	if (b >= 0xa0 && b <= 0xbf) {
+		*data = b & 0x1fu;
+		return true;
+	}
+	switch (b) {
+	case 0xcc:
+	case 0xd0:
+		*data = 1;
+		return true;
+	case 0xcd:
+	case 0xd1:
+		*data = 2;
+		return true;
+	case 0xca:
+	case 0xce:
+	case 0xd2:
+		*data = 4;
+		return true;
+	case 0xcb:
+	case 0xcf:
+	case 0xd3:
+		*data = 8;
+		return true;
+	case 0xd4:
+		*data = 2;
+		return true; /* fixext: type + payload */
+	case 0xd5:
+		*data = 3;
+		return true;
+	case 0xd6:
+		*data = 5;
+		return true;
+	case 0xd7:
+		*data = 9;
+		return true;
+	case 0xd8:
+		*data = 17;
+		return true;
+	case 0xc4:
+	case 0xd9: /* bin8, str8 */
+		if (n < 2)
+			return false;
+		*head = 2;
+		*data = p[1];
+		return true;
+	case 0xc5:
+	case 0xda:
+		if (n < 3)
+			return false;
+		*head = 3;
+		*data = be16(p + 1);
+		return true;
+	case 0xc6:
+	case 0xdb:
+		if (n < 5)
+			return false;
+		*head = 5;
+		*data = be32(p + 1);
+		return true;
+	case 0xc7: /* ext8: length, type, payload */
+		if (n < 2)
+			return false;
+		*head = 2;
+		*data = 1u + p[1];
+		return true;
+	case 0xc8:
+		if (n < 3)
+			return false;
+		*head = 3;
+		*data = 1u + be16(p + 1);
+		return true;
+	case 0xc9:
+		if (n < 5)
+			return false;
+		*head = 5;
+		*data = 1u + (size_t)be32(p + 1);
+		return true;
+	case 0xdc:
+	case 0xde:
+		if (n < 3)
+			return false;
+		*head = 3;
+		*elems = be16(p + 1) * (b == 0xde ? 2u : 1u);
+		return true;
+	case 0xdd:
+	case 0xdf:
+		if (n < 5)
+			return false;
+		*head = 5;
+		*elems = (uint64_t)be32(p + 1) * (b == 0xdf ? 2u : 1u);
+		return true;
+	default: /* 0xc1: never used */
+		return false;
+	}
+}
+
+/*
+ * Whether buf[0..n) is exactly one msgpack object whose containers never
+ * claim more elements than bytes remain (every element takes one byte at
+ * least) and never nest deeper than max_depth. msgpack-c would allocate a
+ * claimed count before reading the elements.
+ */
+static bool shape_ok(const char *buf, size_t n, unsigned int max_depth)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	uint64_t pending[PROTO_BIN_MAX_DEPTH + 2] = { 1 };
+	unsigned int depth = 0;
+	size_t off = 0;
+
+	for (;;) {
+		size_t head, data;
+		uint64_t elems;
+
+		while (pending[depth] == 0) {
+			if (depth == 0)
+				return off == n;
+			depth--;
+		}
+		pending[depth]--;
+		if (off >= n ||
+		    !object_head(p + off, n - off, &head, &data, &elems))
+			return false;
+		off += head;
+		if (data > n - off)
+			return false;
+		off += data;
+		if (elems) {
+			if (elems > n - off || depth + 1 > max_depth)
+				return false;
+			pending[++depth] = elems;
+		}
+	}
+}
+
+/* ---- decoding ---- */
+
+void proto_bin_decoder_init(struct proto_bin_decoder *d)
+{
+	msgpack_unpacked_init(&d->u);
+}
+
+void proto_bin_decoder_destroy(struct proto_bin_decoder *d)
+{
+	msgpack_unpacked_destroy(&d->u);
+}
+
+/* Unpacks body into d; NULL unless it is one well-shaped array. */
+static const msgpack_object_array *unpack_array(struct proto_bin_decoder *d,
+						const char *body, size_t n)
+{
+	size_t off = 0;
+
+	if (!shape_ok(body, n, PROTO_BIN_MAX_DEPTH))
+		return NULL;
+	if (msgpack_unpack_next(&d->u, body, n, &off) !=
+		    MSGPACK_UNPACK_SUCCESS ||
+	    off != n || d->u.data.type != MSGPACK_OBJECT_ARRAY)
+		return NULL;
+	return &d->u.data.via.array;
+}
+
+static bool get_u64(const msgpack_object *o, uint64_t *v)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return false;
+	*v = o->via.u64;
+	return true;
+}
+
+static bool get_i64(const msgpack_object *o, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+	    o->via.u64 <= INT64_MAX) {
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	return false;
+}
+
+static bool get_bytes(const msgpack_object *o, struct proto_bin_bytes *b)
+{
+	if (o->type == MSGPACK_OBJECT_STR) {
+		b->p = o->via.str.ptr;
+		b->n = o->via.str.size;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_BIN) {
+		b->p = o->via.bin.ptr;
+		b->n = o->via.bin.size;
+		return true;
+	}
+	return false;
+}
+
+bool proto_bin_key_ok(const char *p, size_t n)
+{
+	if (n == 0 || n > PROTO_BIN_KEY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] <= ' ' || p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+bool proto_bin_mget_key(const struct proto_bin_req *req, uint32_t i,
+			struct proto_bin_bytes *key)
+{
+	return i < req->nkeys && get_bytes(&req->keys[i], key) &&
+	       proto_bin_key_ok(key->p, key->n);
+}
+
+/* An optional argument: absent or nil. */
+static const msgpack_object *opt(const msgpack_object_array *a, uint32_t i)
+{
+	if (i >= a->size || a->ptr[i].type == MSGPACK_OBJECT_NIL)
+		return NULL;
+	return &a->ptr[i];
+}
+
+/* The fewest and most arguments (after op and id) each op takes. */
+static const struct {
+	uint8_t min, max;
+} arity[PROTO_OP_MAX + 1] = {
+	[PROTO_OP_GET] = { 1, 1 },	 [PROTO_OP_GETS] = { 1, 1 },
+	[PROTO_OP_MGET] = { 1, 1 },	 [PROTO_OP_SET] = { 2, 4 },
+	[PROTO_OP_ADD] = { 2, 4 },	 [PROTO_OP_REPLACE] = { 2, 4 },
+	[PROTO_OP_APPEND] = { 2, 2 },	 [PROTO_OP_PREPEND] = { 2, 2 },
+	[PROTO_OP_CAS] = { 5, 5 },	 [PROTO_OP_DELETE] = { 1, 1 },
+	[PROTO_OP_INCR] = { 2, 2 },	 [PROTO_OP_DECR] = { 2, 2 },
+	[PROTO_OP_TOUCH] = { 2, 2 },	 [PROTO_OP_GAT] = { 2, 2 },
+	[PROTO_OP_FLUSH_ALL] = { 0, 1 }, [PROTO_OP_SCAN] = { 1, 3 },
+	[PROTO_OP_STATS] = { 0, 1 },	 [PROTO_OP_VERSION] = { 0, 0 },
+	[PROTO_OP_NOOP] = { 0, 0 },	 [PROTO_OP_QUIT] = { 0, 0 },
+	[PROTO_OP_AUTH] = { 1, 1 },
+};
+
+static bool has_key(uint32_t op)
+{
+	return op != PROTO_OP_MGET && op != PROTO_OP_FLUSH_ALL &&
+	       op != PROTO_OP_SCAN && op != PROTO_OP_STATS &&
+	       op != PROTO_OP_VERSION && op != PROTO_OP_NOOP &&
+	       op != PROTO_OP_QUIT && op != PROTO_OP_AUTH;
+}
+
+#define REJECT(st, msg)                  \
+	do {                             \
+		*status = (st);          \
+		*error = (msg);          \
+		return PROTO_BIN_REJECT; \
+	} while (0)
+
+/* The arguments of req->op from a[2..]; op, id and arity are checked. */
+static enum proto_bin_result args(const msgpack_object_array *a,
+				  uint32_t max_value, struct proto_bin_req *r,
+				  uint32_t *status, const char **error)
+{
+	const msgpack_object *o;
+	uint64_t u;
+
+	if (has_key(r->op)) {
+		if (!get_bytes(&a->ptr[2], &r->key))
+			REJECT(PROTO_ST_BAD_REQUEST, "key: not str or bin");
+		if (!proto_bin_key_ok(r->key.p, r->key.n))
+			REJECT(PROTO_ST_BAD_KEY, "bad key");
+	}
+	switch (r->op) {
+	case PROTO_OP_SET:
+	case PROTO_OP_ADD:
+	case PROTO_OP_REPLACE:
+	case PROTO_OP_APPEND:
+	case PROTO_OP_PREPEND:
+	case PROTO_OP_CAS:
+		if (!get_bytes(&a->ptr[3], &r->value))
+			REJECT(PROTO_ST_BAD_REQUEST, "value: not bin or str");
+		if (r->value.n > max_value)
+			REJECT(PROTO_ST_TOO_LARGE,
+			       "object too large for cache");
+		if ((o = opt(a, 4))) {
+			if (!get_u64(o, &u) || u > UINT32_MAX)
+				REJECT(PROTO_ST_BAD_REQUEST,
+				       "flags: not a 32-bit unsigned integer");
+			r->flags = (uint32_t)u;
+		}
+		if ((o = opt(a, 5)) && !get_i64(o, &r->exptime))
+			REJECT(PROTO_ST_BAD_REQUEST, "exptime: not an integer");
+		if (r->op == PROTO_OP_CAS && !get_u64(&a->ptr[6], &r->cas))
+			REJECT(PROTO_ST_BAD_REQUEST,
+			       "cas: not an unsigned integer");
+		break;
+	case PROTO_OP_INCR:
+	case PROTO_OP_DECR:
+		if (!get_u64(&a->ptr[3], &r->delta))
+			REJECT(PROTO_ST_BAD_REQUEST,
+			       "delta: not an unsigned integer");
+		break;
+	case PROTO_OP_TOUCH:
+	case PROTO_OP_GAT:
+		if (!get_i64(&a->ptr[3], &r->exptime))
+			REJECT(PROTO_ST_BAD_REQUEST, "exptime: not an integer");
+		break;
+	case PROTO_OP_MGET:
+		if (a->ptr[2].type != MSGPACK_OBJECT_ARRAY)
+			REJECT(PROTO_ST_BAD_REQUEST, "keys: not an array");
+		r->keys = a->ptr[2].via.array.ptr;
+		r->nkeys = a->ptr[2].via.array.size;
+		break;
+	case PROTO_OP_FLUSH_ALL:
+		if ((o = opt(a, 2)) && !get_i64(o, &r->delay))
+			REJECT(PROTO_ST_BAD_REQUEST, "delay: not an integer");
+		break;
+	case PROTO_OP_SCAN:
+		if (!get_u64(&a->ptr[2], &r->cursor))
+			REJECT(PROTO_ST_BAD_REQUEST,
+			       "cursor: not an unsigned integer");
+		r->count = PROTO_SCAN_COUNT_DEFAULT;
+		if ((o = opt(a, 3))) {
+			if (!get_u64(o, &u) || u < 1 ||
+			    u > PROTO_SCAN_COUNT_MAX)
+				REJECT(PROTO_ST_BAD_REQUEST,
+				       "count: not in 1..1000");
+			r->count = (uint32_t)u;
+		}
+		if ((o = opt(a, 4))) {
+			if (!get_bytes(o, &r->match))
+				REJECT(PROTO_ST_BAD_REQUEST,
+				       "match: not str or bin");
+			r->has_match = true;
+		}
+		break;
+	case PROTO_OP_STATS:
+		if ((o = opt(a, 2)) && !get_bytes(o, &r->text))
+			REJECT(PROTO_ST_BAD_REQUEST, "group: not a string");
+		break;
+	case PROTO_OP_AUTH:
+		if (!get_bytes(&a->ptr[2], &r->text))
+			REJECT(PROTO_ST_BAD_REQUEST, "password: not a string");
+		break;
+	default:
+		break;
+	}
+	return PROTO_BIN_OK;
+}
+
+enum proto_bin_result proto_bin_decode_request(struct proto_bin_decoder *d,
+					       const char *body, size_t n,
+					       uint32_t max_value,
+					       struct proto_bin_req *req,
+					       uint32_t *status,
+					       const char **error)
+{
+	const msgpack_object_array *a = unpack_array(d, body, n);
+	uint64_t op;
+	uint32_t nargs;
+
+	memset(req, 0, sizeof(*req));
+	if (!a || a->size < 2 || !get_u64(&a->ptr[0], &op) ||
+	    !get_u64(&a->ptr[1], &req->id))
+		return PROTO_BIN_FATAL;
+	if (op == 0 || op > PROTO_OP_MAX)
+		REJECT(PROTO_ST_BAD_REQUEST, "unknown op");
+	req->op = (uint32_t)op;
+	nargs = a->size - 2;
+	if (nargs < arity[op].min || nargs > arity[op].max)
+		REJECT(PROTO_ST_BAD_REQUEST, "wrong number of arguments");
+	return args(a, max_value, req, status, error);
+}
+
+enum proto_bin_result proto_bin_decode_reply(struct proto_bin_decoder *d,
+					     const char *body, size_t n,
+					     struct proto_bin_reply *reply)
+{
+	const msgpack_object_array *a = unpack_array(d, body, n);
+	uint64_t status;
+
+	if (!a || a->size != 3 || !get_u64(&a->ptr[0], &reply->id) ||
+	    !get_u64(&a->ptr[1], &status) || status > UINT32_MAX)
+		return PROTO_BIN_FATAL;
+	reply->status = (uint32_t)status;
+	reply->payload = a->ptr[2];
+	return PROTO_BIN_OK;
+}
+
+/* ---- encoding ---- */
+
+size_t proto_bin_begin(msgpack_sbuffer *sb)
+{
+	static const char zero[PROTO_BIN_HEADER];
+	size_t at = sb->size;
+
+	if (msgpack_sbuffer_write(sb, zero, sizeof(zero)))
+		return (size_t)-1;
+	return at;
+}
+
+void proto_bin_end(msgpack_sbuffer *sb, size_t frame)
+{
+	uint32_t len = (uint32_t)(sb->size - frame - PROTO_BIN_HEADER);
+	unsigned char *p = (unsigned char *)sb->data + frame;
+
+	p[0] = (unsigned char)(len >> 24);
+	p[1] = (unsigned char)(len >> 16);
+	p[2] = (unsigned char)(len >> 8);
+	p[3] = (unsigned char)len;
+}
+
+void proto_bin_pack_reply_head(msgpack_packer *pk, uint64_t id, uint32_t status)
+{
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint64(pk, id);
+	msgpack_pack_uint32(pk, status);
+}
+
+void proto_bin_pack_request_head(msgpack_packer *pk, uint32_t op, uint64_t id,
+				 uint32_t nargs)
+{
+	msgpack_pack_array(pk, 2 + nargs);
+	msgpack_pack_uint32(pk, op);
+	msgpack_pack_uint64(pk, id);
+}
