@@ -17,7 +17,8 @@ const char bench_usage[] =
 	"  --conns N           connections per thread (10)\n"
 	"  --pipeline N        requests in flight per connection, closed\n"
 	"                      loop (1)\n"
-	"  --protocol text     wire protocol (only text)\n"
+	"  --protocol P        text (memcached's) or binary (rhkvd's msgpack\n"
+	"                      frames) (text)\n"
 	"  --rate N            open loop: N requests/s in all, latency from\n"
 	"                      the scheduled time (default: closed loop)\n"
 	"  --keys N            key space (100000)\n"
@@ -196,7 +197,10 @@ static int parse_one(struct bench_opts *o, int c, const char *a)
 	case O_PIPELINE:
 		return parse_uint(a, 1, 4096, &o->pipeline);
 	case O_PROTOCOL:
-		return strcmp(a, "text") == 0 ? 0 : -EINVAL;
+		if (strcmp(a, "text") && strcmp(a, "binary"))
+			return -EINVAL;
+		o->binary = strcmp(a, "binary") == 0;
+		return 0;
 	case O_RATE:
 		return parse_u64(a, 1, 100000000, &o->rate, NULL);
 	case O_KEYS:

@@ -14,6 +14,7 @@ struct bench_opts {
 	unsigned threads;
 	unsigned conns;	   /* per thread */
 	unsigned pipeline; /* requests in flight per connection */
+	int binary;	   /* --protocol binary (msgpack frames) */
 	uint64_t rate;	   /* requests/s in all; 0: closed loop */
 	uint64_t keys;
 	unsigned key_size;

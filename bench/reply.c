@@ -90,3 +90,51 @@ enum bench_reply bench_reply_parse(const char *buf, size_t len, int is_get,
 		return BENCH_REPLY_ERROR;
 	return BENCH_REPLY_INVALID;
 }
+
+/* Bytes of a msgpack unsigned integer starting with type byte b, or 0. */
+static size_t uint_size(unsigned char b)
+{
+	if (b <= 0x7f)
+		return 1;
+	switch (b) {
+	case 0xcc:
+		return 2;
+	case 0xcd:
+		return 3;
+	case 0xce:
+		return 5;
+	case 0xcf:
+		return 9;
+	default:
+		return 0;
+	}
+}
+
+enum bench_reply bench_reply_parse_binary(const char *buf, size_t len,
+					  int is_get, size_t *used)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	size_t body, id;
+
+	if (len < 4)
+		return BENCH_REPLY_NEED_MORE;
+	body = (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 |
+	       p[3];
+	if (body > (64u << 20))
+		return BENCH_REPLY_INVALID;
+	if (len - 4 < body)
+		return BENCH_REPLY_NEED_MORE;
+	*used = 4 + body;
+	/* [id, status, payload]: a 3-array, a uint id, a fixint status. */
+	if (body < 4 || p[4] != 0x93 || !(id = uint_size(p[5])) ||
+	    body < 2 + id + 1 || p[5 + id] > 0x7f)
+		return BENCH_REPLY_INVALID;
+	switch (p[5 + id]) {
+	case 0: /* OK */
+		return is_get ? BENCH_REPLY_HIT : BENCH_REPLY_STORED;
+	case 1: /* NOT_FOUND */
+		return is_get ? BENCH_REPLY_MISS : BENCH_REPLY_ERROR;
+	default:
+		return BENCH_REPLY_ERROR;
+	}
+}

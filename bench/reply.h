@@ -24,4 +24,13 @@ enum bench_reply {
 enum bench_reply bench_reply_parse(const char *buf, size_t len, int is_get,
 				   size_t *used);
 
+/*
+ * The same for a binary-protocol reply frame ([id, status, payload] after
+ * a 4-byte length): HIT or STORED for status OK, MISS for NOT_FOUND to a
+ * get, ERROR for other statuses. Reads the frame length and the status
+ * only: the load generator need not decode values.
+ */
+enum bench_reply bench_reply_parse_binary(const char *buf, size_t len,
+					  int is_get, size_t *used);
+
 #endif

@@ -5,6 +5,8 @@
 #include "bench.h"
 #include "reply.h"
 
+#include "proto/binary.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <event2/buffer.h>
@@ -54,6 +56,8 @@ struct bench_worker {
 	pthread_mutex_t lock;
 	struct hist *interval; /* guarded by lock */
 	struct bench_counters c;
+	msgpack_sbuffer sb; /* --protocol binary: frames being encoded */
+	uint64_t next_id;
 } __attribute__((aligned(64)));
 
 uint64_t bench_now_ns(void)
@@ -109,6 +113,35 @@ static struct pending queue_pop(struct conn *c)
 	return p;
 }
 
+/* A binary GET or SET frame for key into w->sb; returns its length. */
+static int encode_binary(struct bench_worker *w, uint32_t key, int is_get)
+{
+	const struct bench_opts *o = w->r->o;
+	msgpack_packer pk;
+	char k[64];
+	int klen = snprintf(k, sizeof(k), "k%0*u", (int)o->key_size - 1, key);
+	size_t f = proto_bin_begin(&w->sb);
+
+	msgpack_packer_init(&pk, &w->sb, msgpack_sbuffer_write);
+	if (is_get) {
+		proto_bin_pack_request_head(&pk, PROTO_OP_GET, w->next_id++, 1);
+		msgpack_pack_str_with_body(&pk, k, (size_t)klen);
+	} else {
+		size_t vlen = o->value_min;
+
+		if (o->value_max > o->value_min)
+			vlen += rng_next(&w->rng) %
+				(o->value_max - o->value_min + 1);
+		proto_bin_pack_request_head(&pk, PROTO_OP_SET, w->next_id++, 4);
+		msgpack_pack_str_with_body(&pk, k, (size_t)klen);
+		msgpack_pack_bin_with_body(&pk, w->r->value, vlen);
+		msgpack_pack_uint32(&pk, 0);
+		msgpack_pack_uint64(&pk, o->ttl);
+	}
+	proto_bin_end(&w->sb, f);
+	return (int)w->sb.size;
+}
+
 /* Writes one request for key to the connection's output. */
 static void send_request(struct conn *c, uint32_t key, int is_get,
 			 uint64_t start_ns)
@@ -119,6 +152,12 @@ static void send_request(struct conn *c, uint32_t key, int is_get,
 	char line[320];
 	int n;
 	size_t vlen = 0;
+	if (o->binary) {
+		n = encode_binary(w, key, is_get);
+		evbuffer_add(out, w->sb.data, w->sb.size);
+		w->sb.size = 0;
+		goto sent;
+	}
 	if (is_get) {
 		n = snprintf(line, sizeof(line), "get k%0*u\r\n",
 			     (int)o->key_size - 1, key);
@@ -137,6 +176,7 @@ static void send_request(struct conn *c, uint32_t key, int is_get,
 		evbuffer_add(out, "\r\n", 2);
 		n += (int)vlen + 2;
 	}
+sent:
 	count(&w->c.bytes_out, (uint64_t)n);
 	struct pending p = { start_ns, key, (uint8_t)is_get };
 	if (queue_push(c, p) != 0) {
@@ -254,8 +294,14 @@ static void on_read(struct bufferevent *bev, void *arg)
 			break;
 		}
 		size_t used = 0;
-		enum bench_reply rep = bench_reply_parse(
-			buf + off, len - off, c->q[c->qhead].is_get, &used);
+		enum bench_reply rep =
+			c->w->r->o->binary
+				? bench_reply_parse_binary(
+					  buf + off, len - off,
+					  c->q[c->qhead].is_get, &used)
+				: bench_reply_parse(buf + off, len - off,
+						    c->q[c->qhead].is_get,
+						    &used);
 		if (rep == BENCH_REPLY_NEED_MORE)
 			break;
 		if (rep == BENCH_REPLY_INVALID) {
@@ -407,6 +453,7 @@ static void *worker_main(void *arg)
 
 static void worker_free(struct bench_worker *w, unsigned nconns)
 {
+	msgpack_sbuffer_destroy(&w->sb);
 	for (unsigned i = 0; w->conns != NULL && i < nconns; i++) {
 		struct conn *c = &w->conns[i];
 		if (c->timer != NULL)

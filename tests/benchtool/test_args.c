@@ -25,7 +25,7 @@ Test(args, bad_arguments_exit_64, .timeout = 60)
 		{ "--threads", "0" },
 		{ "--conns", "-1" },
 		{ "--pipeline", "0" },
-		{ "--protocol", "binary" },
+		{ "--protocol", "udp" },
 		{ "--rate", "0" },
 		{ "--keys", "0" },
 		{ "--value-size", "0" },
@@ -86,6 +86,7 @@ Test(args, parser_accepts_a_full_line, .timeout = 10)
 	cr_assert_eq(o.requests, 500);
 	cr_assert(o.prefill && o.miss_set);
 	cr_assert_eq(o.ttl, 60);
+	cr_assert_eq(o.binary, 0);
 	cr_assert_str_eq(o.json_path, "/tmp/x.json");
 }
 
@@ -107,4 +108,13 @@ Test(args, key_size_too_short_for_keys, .timeout = 10)
 	char err[256];
 	cr_assert_eq(parse(&o, err, 5, argv), -22);
 	cr_assert_neq(err[0], '\0');
+}
+
+Test(args, protocol_binary, .timeout = 10)
+{
+	char *argv[] = { "rhkv-bench", "--protocol", "binary", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 3, argv), 0, "%s", err);
+	cr_assert_eq(o.binary, 1);
 }

@@ -91,3 +91,8 @@ Test(run, two_seconds_open_loop, .timeout = 60)
 {
 	run_against_rhkvd("--rate", "2000");
 }
+
+Test(run, two_seconds_binary_protocol, .timeout = 60)
+{
+	run_against_rhkvd("--protocol", "binary");
+}
