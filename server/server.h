@@ -38,9 +38,11 @@ struct worker {
 	int64_t stop_started;
 	struct conn *conns;
 	unsigned int nconns;
-	struct thread_stats stats;
+	/* Written by this thread on every request: its own cache lines, so
+	 * that neighbours' reads of the fields above never share them. */
+	_Alignas(64) struct thread_stats stats;
 	struct latency_hist *lat; /* [LAT_NCLASSES], written by this thread */
-};
+} __attribute__((aligned(64)));
 
 struct server {
 	struct config cfg;

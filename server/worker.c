@@ -5,6 +5,7 @@
  */
 #include <event2/thread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -128,9 +129,11 @@ int workers_start(struct server *srv)
 {
 	unsigned int n = (unsigned int)srv->cfg.threads;
 
-	srv->workers = calloc(n, sizeof(*srv->workers));
+	/* Cache-line aligned (struct worker is): calloc gives 16 bytes. */
+	srv->workers = aligned_alloc(64, n * sizeof(*srv->workers));
 	if (!srv->workers)
 		return -1;
+	memset(srv->workers, 0, n * sizeof(*srv->workers));
 	for (unsigned int i = 0; i < n; i++) {
 		if (worker_init(srv, &srv->workers[i], i))
 			return -1;
