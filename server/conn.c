@@ -368,11 +368,23 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 		conn_close(c);
 		return;
 	}
-	/* Also after a write: requests held back by backpressure. */
-	process(c);
-	if (!conn_write(c)) {
-		conn_close(c);
-		return;
+	/*
+	 * Also after a write: requests held back by backpressure. When the
+	 * write drains the output below the high-water mark and complete
+	 * requests wait in the input, go on now: no read event may come
+	 * (the client sent everything and waits for the replies).
+	 */
+	for (;;) {
+		size_t before = c->rlen;
+
+		process(c);
+		if (!conn_write(c)) {
+			conn_close(c);
+			return;
+		}
+		if (!c->rlen || c->rlen == before || c->close_when_done ||
+		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm)
+			break;
 	}
 	if (c->close_when_done && !evbuffer_get_length(c->out)) {
 		conn_close(c);

@@ -143,6 +143,37 @@ Test(conn, pipelined_in_one_write)
 	SYNC(c, &srv);
 }
 
+/*
+ * Replies past the output high-water mark (1 MiB): the server stops
+ * parsing, and must go on by itself once the output drains, since the
+ * client has sent everything and only waits.
+ */
+Test(conn, pipelined_replies_past_the_output_limit)
+{
+	enum { VLEN = 400000, GETS = 8 };
+	char *v = malloc(VLEN);
+
+	cr_assert_not_null(v);
+	for (size_t i = 0; i < VLEN; i++)
+		v[i] = (char)('a' + i % 26);
+	hbuf_printf(&breq, "set big 0 0 %d\r\n", VLEN);
+	hbuf_add(&breq, v, VLEN);
+	hbuf_add(&breq, "\r\n", 2);
+	SEND_N(c, breq.p, breq.len);
+	EXPECT(c, "STORED\r\n");
+	breq.len = 0;
+	hbuf_printf(&brep, "VALUE big 0 %d\r\n", VLEN);
+	hbuf_add(&brep, v, VLEN);
+	hbuf_add(&brep, "\r\nEND\r\n", 7);
+	for (int i = 0; i < GETS; i++)
+		hbuf_add(&breq, "get big\r\n", 9);
+	SEND_N(c, breq.p, breq.len); /* all in one write, then only reads */
+	for (int i = 0; i < GETS; i++)
+		EXPECT_N(c, brep.p, brep.len);
+	free(v);
+	SYNC(c, &srv);
+}
+
 Test(conn, split_byte_by_byte)
 {
 	build_script(&breq, &brep, 'B');

@@ -1,0 +1,318 @@
+/*
+ * rhkvd's binary protocol at the byte level (proto/PROTOCOL.md): the first
+ * byte picks the protocol per connection; replies come in request order
+ * with the request's id; a malformed frame with a readable id gets
+ * BAD_REQUEST and the connection goes on; one without an id, or claiming
+ * more than the frame limit, closes the connection at once (nothing of it
+ * is buffered); large values (zero-copy replies) arrive intact. Requests
+ * are packed with msgpack-c and the shared codec; replies are decoded with
+ * the codec. memcached has no binary protocol of this kind: skipped there.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "proto/binary.h"
+
+static struct srv srv;
+static struct hconn *c;
+static msgpack_sbuffer sb;
+static msgpack_packer pk;
+static struct proto_bin_decoder dec;
+static char *body;
+
+static void start(const char *const *extra)
+{
+	if (srv_kind_from_env() == SRV_MEMCACHED)
+		cr_skip_test("the binary protocol is rhkvd's; the server under "
+			     "test is memcached");
+	cr_assert_eq(srv_start(&srv, extra), 0, "the server did not start");
+	c = hc_open(srv.port);
+	cr_assert_not_null(c, "connect: errno %d", errno);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	proto_bin_decoder_init(&dec);
+}
+
+static void teardown(void)
+{
+	int status;
+
+	free(body);
+	body = NULL;
+	msgpack_sbuffer_destroy(&sb);
+	proto_bin_decoder_destroy(&dec);
+	if (!srv.pid)
+		return;
+	hc_close(&c);
+	status = srv_stop(&srv);
+	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
+}
+
+TestSuite(binary, .fini = teardown, .timeout = 60);
+
+/* Sends what is packed in sb and empties it. */
+static void flush(void)
+{
+	cr_assert_eq(hc_send(c, sb.data, sb.size), 0, "send: errno %d", errno);
+	sb.size = 0;
+}
+
+static void pack_bytes(const char *s)
+{
+	msgpack_pack_bin_with_body(&pk, s, strlen(s));
+}
+
+/* Queues [op, id, key] (key NULL: no argument). */
+static void req_key(uint32_t op, uint64_t id, const char *key)
+{
+	size_t f = proto_bin_begin(&sb);
+
+	proto_bin_pack_request_head(&pk, op, id, key ? 1 : 0);
+	if (key)
+		pack_bytes(key);
+	proto_bin_end(&sb, f);
+}
+
+static void req_set(uint64_t id, const char *key, const void *val, size_t vlen)
+{
+	size_t f = proto_bin_begin(&sb);
+
+	proto_bin_pack_request_head(&pk, PROTO_OP_SET, id, 4);
+	pack_bytes(key);
+	msgpack_pack_bin_with_body(&pk, val, vlen);
+	msgpack_pack_uint32(&pk, 42);
+	msgpack_pack_int64(&pk, 0);
+	proto_bin_end(&sb, f);
+}
+
+/* Reads one reply frame; checks its id. */
+static struct proto_bin_reply read_reply(uint64_t id)
+{
+	unsigned char hdr[4];
+	struct proto_bin_reply r;
+	uint32_t len;
+
+	cr_assert_eq(hc_read(c, hdr, 4, H_TIMEOUT_MS), 4,
+		     "no reply frame for id %lu", id);
+	len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
+	      (uint32_t)hdr[2] << 8 | hdr[3];
+	cr_assert_lt(len, 8u << 20, "reply length %u", len);
+	free(body);
+	body = malloc(len ? len : 1);
+	cr_assert_not_null(body);
+	cr_assert_eq(hc_read(c, body, len, H_TIMEOUT_MS), len,
+		     "short reply body");
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, len, &r), PROTO_BIN_OK,
+		     "undecodable reply");
+	cr_assert_eq(r.id, id, "reply id %lu, want %lu", r.id, id);
+	return r;
+}
+
+static void expect_status(uint64_t id, uint32_t status)
+{
+	struct proto_bin_reply r = read_reply(id);
+
+	cr_assert_eq(r.status, status, "id %lu: status %s, want %s", id,
+		     proto_bin_status_name(r.status),
+		     proto_bin_status_name(status));
+}
+
+Test(binary, set_get_and_errors_in_order)
+{
+	struct proto_bin_reply r;
+
+	start(NULL);
+	req_set(1, "k", "value", 5);
+	req_key(PROTO_OP_GET, 2, "k");
+	req_key(PROTO_OP_GET, 3, "missing");
+	req_key(PROTO_OP_DELETE, 4, "k");
+	req_key(PROTO_OP_DELETE, 5, "k");
+	req_key(PROTO_OP_GET, 6, "bad key");
+	req_key(PROTO_OP_NOOP, 7, NULL);
+	flush();
+	r = read_reply(1);
+	cr_assert_eq(r.status, PROTO_ST_OK);
+	cr_assert_eq(r.payload.type, MSGPACK_OBJECT_POSITIVE_INTEGER,
+		     "a set answers with its cas");
+	r = read_reply(2);
+	cr_assert_eq(r.status, PROTO_ST_OK);
+	cr_assert_eq(r.payload.type, MSGPACK_OBJECT_ARRAY);
+	cr_assert_eq(r.payload.via.array.size, 3);
+	cr_assert_eq(r.payload.via.array.ptr[0].via.u64, 42, "flags");
+	cr_assert_eq(r.payload.via.array.ptr[1].type, MSGPACK_OBJECT_BIN);
+	cr_assert_eq(r.payload.via.array.ptr[1].via.bin.size, 5);
+	cr_assert(!memcmp(r.payload.via.array.ptr[1].via.bin.ptr, "value", 5));
+	expect_status(3, PROTO_ST_NOT_FOUND);
+	expect_status(4, PROTO_ST_OK);
+	expect_status(5, PROTO_ST_NOT_FOUND);
+	expect_status(6, PROTO_ST_BAD_KEY);
+	expect_status(7, PROTO_ST_OK);
+}
+
+Test(binary, both_protocols_share_the_store)
+{
+	struct hconn *t;
+	struct proto_bin_reply r;
+
+	start(NULL);
+	t = hc_open(srv.port);
+	cr_assert_not_null(t);
+	/* Written as text, read as binary. */
+	cr_assert_eq(hc_sendf(t, "set shared 7 0 5\r\nhello\r\n"), 0);
+	{
+		char m[H_MSG_CAP];
+
+		cr_assert(hc_expect(t, "STORED\r\n", 8, H_TIMEOUT_MS, m,
+				    sizeof(m)),
+			  "%s", m);
+	}
+	req_key(PROTO_OP_GET, 1, "shared");
+	flush();
+	r = read_reply(1);
+	cr_assert_eq(r.status, PROTO_ST_OK);
+	cr_assert_eq(r.payload.via.array.ptr[0].via.u64, 7);
+	cr_assert(!memcmp(r.payload.via.array.ptr[1].via.bin.ptr, "hello", 5));
+	/* Written as binary, read as text. */
+	req_set(2, "other", "bytes", 5);
+	flush();
+	expect_status(2, PROTO_ST_OK);
+	cr_assert_eq(hc_sendf(t, "get other\r\n"), 0);
+	{
+		char m[H_MSG_CAP];
+		static const char want[] =
+			"VALUE other 42 5\r\nbytes\r\nEND\r\n";
+
+		cr_assert(hc_expect(t, want, sizeof(want) - 1, H_TIMEOUT_MS, m,
+				    sizeof(m)),
+			  "%s", m);
+	}
+	hc_close(&t);
+}
+
+Test(binary, large_values_by_reference_arrive_whole)
+{
+	size_t n = 1000 * 1000;
+	char *v = malloc(n);
+	struct proto_bin_reply r;
+
+	start(NULL);
+	cr_assert_not_null(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (char)(i * 7 + (i >> 10));
+	req_set(1, "big", v, n);
+	for (uint64_t id = 2; id < 6; id++)
+		req_key(PROTO_OP_GET, id, "big");
+	flush();
+	expect_status(1, PROTO_ST_OK);
+	for (uint64_t id = 2; id < 6; id++) {
+		r = read_reply(id);
+		cr_assert_eq(r.status, PROTO_ST_OK);
+		cr_assert_eq(r.payload.via.array.ptr[1].via.bin.size, n);
+		cr_assert(!memcmp(r.payload.via.array.ptr[1].via.bin.ptr, v, n),
+			  "value %lu differs", id);
+		cr_assert_gt(r.payload.via.array.ptr[2].via.u64, 0, "cas");
+	}
+	free(v);
+}
+
+Test(binary, malformed_frame_with_an_id_gets_bad_request)
+{
+	start(NULL);
+	/* [99, 5]: an unknown op, and the id is readable. */
+	hc_send(c, "\0\0\0\x03\x92\x63\x05", 7);
+	hc_send(c, "\0\0\0\x03\x92\x01\x06", 7); /* get with no key */
+	req_key(PROTO_OP_NOOP, 7, NULL);
+	flush();
+	{
+		struct proto_bin_reply r;
+
+		r = read_reply(5);
+		cr_assert_eq(r.status, PROTO_ST_BAD_REQUEST);
+		cr_assert_eq(r.payload.type, MSGPACK_OBJECT_STR,
+			     "the error says why");
+	}
+	expect_status(6, PROTO_ST_BAD_REQUEST);
+	expect_status(7, PROTO_ST_OK);
+}
+
+Test(binary, frame_without_an_id_closes)
+{
+	start(NULL);
+	hc_send(c, "\0\0\0\x01\xc0", 5); /* nil: not an array */
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "still open");
+	/* The server goes on. */
+	hc_close(&c);
+	c = hc_open(srv.port);
+	SYNC(c, &srv);
+}
+
+Test(binary, claimed_length_over_the_limit_closes_at_once)
+{
+	const char *extra[] = { "-I", "1m", NULL };
+
+	start(extra);
+	/* 16 MiB - 1 claimed, nothing sent after it: closed without
+	 * waiting for (or buffering) the body. */
+	hc_send(c, "\0\xff\xff\xff", 4);
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "still open");
+	/* At the limit (1 MiB + 4 KiB) the server waits for the body. */
+	hc_close(&c);
+	c = hc_open(srv.port);
+	hc_send(c, "\0\x10\x10\x00", 4);
+	cr_assert_eq(hc_closed(c, 300), 0, "closed a frame at the limit");
+	hc_close(&c);
+	c = hc_open(srv.port);
+	SYNC(c, &srv);
+}
+
+Test(binary, depth_bomb_and_huge_claims_close_without_harm)
+{
+	static char bomb[4 + 1000];
+
+	start(NULL);
+	bomb[3] = (char)0xe8; /* 1000 bytes: 0x91 nested arrays */
+	bomb[2] = 0x03;
+	memset(bomb + 4, 0x91, 1000);
+	hc_send(c, bomb, sizeof(bomb));
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "still open");
+	hc_close(&c);
+	/* An array claiming 2^32 - 1 elements in 5 bytes. */
+	c = hc_open(srv.port);
+	hc_send(c, "\0\0\0\x05\xdd\xff\xff\xff\xff", 9);
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "still open");
+	hc_close(&c);
+	c = hc_open(srv.port);
+	SYNC(c, &srv);
+}
+
+Test(binary, deep_pipeline_answers_everything)
+{
+	enum { N = 20000 };
+	unsigned int seen = 0;
+
+	start(NULL);
+	for (uint64_t id = 1; id <= N; id++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "p%lu", id % 100);
+		if (id % 2)
+			req_set(id, key, "v", 1);
+		else
+			req_key(PROTO_OP_GET, id, key);
+		if (sb.size > 65536)
+			flush();
+	}
+	flush();
+	for (uint64_t id = 1; id <= N; id++) {
+		struct proto_bin_reply r = read_reply(id);
+
+		cr_assert(r.status == PROTO_ST_OK ||
+				  r.status == PROTO_ST_NOT_FOUND,
+			  "id %lu: %s", id, proto_bin_status_name(r.status));
+		seen++;
+	}
+	cr_assert_eq(seen, N);
+}
