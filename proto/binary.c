@@ -240,29 +240,39 @@ static bool shape_ok(const char *buf, size_t n, unsigned int max_depth)
 
 /* ---- decoding ---- */
 
+/* A zone's first chunk: replies and requests of a few keys fit in it. */
+#define DECODER_CHUNK 4096
+
 void proto_bin_decoder_init(struct proto_bin_decoder *d)
 {
-	msgpack_unpacked_init(&d->u);
+	d->ready = msgpack_zone_init(&d->zone, DECODER_CHUNK);
 }
 
 void proto_bin_decoder_destroy(struct proto_bin_decoder *d)
 {
-	msgpack_unpacked_destroy(&d->u);
+	if (d->ready)
+		msgpack_zone_destroy(&d->zone);
+	d->ready = false;
 }
 
-/* Unpacks body into d; NULL unless it is one well-shaped array. */
+/*
+ * Unpacks body into d; NULL unless it is one well-shaped array. Uses the
+ * zone API (msgpack_unpack into our zone): msgpack_unpack_next makes a new
+ * zone for every body, two allocations per request.
+ */
 static const msgpack_object_array *unpack_array(struct proto_bin_decoder *d,
 						const char *body, size_t n)
 {
 	size_t off = 0;
 
-	if (!shape_ok(body, n, PROTO_BIN_MAX_DEPTH))
+	if (!d->ready || !shape_ok(body, n, PROTO_BIN_MAX_DEPTH))
 		return NULL;
-	if (msgpack_unpack_next(&d->u, body, n, &off) !=
+	msgpack_zone_clear(&d->zone);
+	if (msgpack_unpack(body, n, &off, &d->zone, &d->obj) !=
 		    MSGPACK_UNPACK_SUCCESS ||
-	    off != n || d->u.data.type != MSGPACK_OBJECT_ARRAY)
+	    off != n || d->obj.type != MSGPACK_OBJECT_ARRAY)
 		return NULL;
-	return &d->u.data.via.array;
+	return &d->obj.via.array;
 }
 
 static bool get_u64(const msgpack_object *o, uint64_t *v)

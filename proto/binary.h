@@ -124,10 +124,13 @@ enum proto_bin_result {
 	PROTO_BIN_FATAL,
 };
 
-/* Holds what msgpack-c allocates for one decoded body (its zone); reused
- * from one decode to the next, freed by _destroy. */
+/* Holds what msgpack-c allocates for one decoded body: a zone cleared
+ * (not freed) between decodes, so a steady stream of small bodies
+ * allocates nothing; freed by _destroy. */
 struct proto_bin_decoder {
-	msgpack_unpacked u;
+	msgpack_zone zone;
+	msgpack_object obj;
+	bool ready; /* zone initialised */
 };
 
 void proto_bin_decoder_init(struct proto_bin_decoder *d);

@@ -60,7 +60,7 @@ if [ ! -f build-fuzz/build.ninja ]; then
 	CC=clang meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized \
 		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
-ninja -C build-fuzz tests/fuzz/fuzz_text
+ninja -C build-fuzz tests/fuzz/fuzz_text tests/fuzz/fuzz_binary
 run_suite build-fuzz --no-rebuild --suite fuzz || status=1
 
 echo "$passed passed, $failed failed"

@@ -1,0 +1,128 @@
+/*
+ * librhkv's insides, shared by its files (never installed): the handle,
+ * the reply reader, the request encoder and the exchange of frames. Names
+ * are rhkv__x (module-internal, hidden by -fvisibility=hidden); only the
+ * declarations of rhkv.h get default visibility.
+ */
+#ifndef RHKV_CLIENT_INTERNAL_H
+#define RHKV_CLIENT_INTERNAL_H
+
+#pragma GCC visibility push(default)
+#include "rhkv.h"
+#pragma GCC visibility pop
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/binary.h"
+
+/* Largest reply frame body accepted (an mget of many large values). */
+#define RHKV__REPLY_MAX (1u << 30)
+/* The read buffer's first size, and the least room one read is given. */
+#define RHKV__RBUF_INIT 16384u
+#define RHKV__RBUF_MIN	4096u
+/* The server's default item size limit: larger values first ask the
+ * server for its limit (a longer frame would make it close). */
+#define RHKV__ITEM_DEFAULT (1u << 20)
+
+struct rhkv {
+	int fd; /* -1: none; the next call connects */
+	char *host;
+	int port;
+	struct rhkv_options opt; /* opt.password is our copy */
+	uint64_t next_id;
+	uint64_t item_max;  /* the server's item size limit; 0: not asked */
+	msgpack_sbuffer sb; /* the request of the current call */
+	msgpack_packer pk;
+	char *rbuf; /* replies: unread bytes are rbuf[roff .. rlen) */
+	size_t roff, rlen, rcap;
+	char err[256];
+};
+
+/* ---- errors (error.c) ---- */
+
+/* Records the failure in c's errstr and returns err. */
+int rhkv__fail(rhkv *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Closes c's connection (the next call reconnects), records the failure
+ * and returns err. */
+int rhkv__drop(rhkv *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- reading replies (wire.c): a cursor over msgpack bytes ---- */
+
+struct rhkv__rd {
+	const unsigned char *p, *end;
+};
+
+bool rhkv__rd_array(struct rhkv__rd *r, uint32_t *n);
+bool rhkv__rd_map(struct rhkv__rd *r, uint32_t *n);
+bool rhkv__rd_uint(struct rhkv__rd *r, uint64_t *v);
+/* A str or bin. */
+bool rhkv__rd_bytes(struct rhkv__rd *r, const char **p, uint32_t *n);
+/* Consumes a nil if one is next. */
+bool rhkv__rd_nil(struct rhkv__rd *r);
+/* Skips one object of any type (nesting at most PROTO_BIN_MAX_DEPTH). */
+bool rhkv__rd_skip(struct rhkv__rd *r);
+
+/* A get-like payload [flags, value, cas]. */
+bool rhkv__rd_value(struct rhkv__rd *r, uint32_t *flags, const char **val,
+		    uint32_t *len, uint64_t *cas);
+
+/* Maps a non-OK status to RHKV_E*, consumes the payload (an error message
+ * goes to errstr) and returns the code. */
+int rhkv__status(rhkv *c, uint32_t status, struct rhkv__rd *payload);
+
+/* ---- encoding requests (wire.c) ---- */
+
+struct rhkv__req {
+	uint32_t op;
+	const void *key; /* ops with a key; stats: the group; auth: password */
+	size_t klen;
+	const void *val;
+	size_t vlen;
+	uint32_t flags;
+	int64_t exptime; /* flush_all: the delay */
+	uint64_t cas;
+	uint64_t delta;
+};
+
+/* Appends r as one frame with id to sb (through pk, which writes to sb).
+ * 0, or RHKV_ENOMEM with sb as it was. */
+int rhkv__encode(msgpack_sbuffer *sb, msgpack_packer *pk, uint64_t id,
+		 const struct rhkv__req *r);
+
+/* ---- the connection (conn.c) ---- */
+
+/* Connects when c has no connection. 0 or RHKV_E*. */
+int rhkv__ensure(rhkv *c);
+
+/* ---- exchanging frames (io.c) ---- */
+
+/*
+ * Called for reply i (0-based) of an exchange, with its status and its
+ * payload (the rest of the body, which the callback consumes whole). Copies
+ * what it keeps: the bytes are the read buffer's. Returns 0, or RHKV_EPROTO
+ * for a payload of the wrong shape (the connection is then dropped).
+ */
+typedef int (*rhkv__reply_fn)(rhkv *c, void *ctx, size_t i, uint32_t status,
+			      struct rhkv__rd *payload);
+
+/*
+ * Sends out[0..len) (n requests with ids first_id, first_id + 1, ...) and
+ * reads the n replies in order, handing each to fn. One send in the common
+ * case; while the socket is full, replies are read as they come so that
+ * neither side waits on the other. The whole exchange has the I/O timeout.
+ * 0, or the connection's error (the connection is dropped).
+ */
+int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
+		   size_t n, rhkv__reply_fn fn, void *ctx);
+
+/* One request in c->sb, its reply to fn: the blocking call of ops.c. Checks
+ * the key of ops that have one first (RHKV_EBADKEY, no round trip). */
+int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
+	       void *ctx);
+
+#endif

@@ -1,0 +1,392 @@
+#!/usr/bin/env bash
+# rhkv-cli against a live rhkvd: one-shot commands with their exact output
+# in human and --raw modes, exit statuses (0, 1 on errors, 64 on usage
+# errors), an unreachable server, commands piped on stdin, scan --pattern,
+# the unix socket, and the interactive prompt driven through a pty.
+# RHKV_CLI and RHKVD are the paths meson passes (tests/cli/meson.build);
+# starts its own rhkvd on a free 127.0.0.1 port and stops it by PID on exit.
+set -uo pipefail
+
+cli=${RHKV_CLI:?RHKV_CLI: path to rhkv-cli}
+server=${RHKVD:?RHKVD: path to rhkvd}
+py=/usr/bin/python3
+
+if ! [ -x "$py" ]; then
+	echo "SKIP: $py missing"
+	exit 77
+fi
+
+tmp=$(mktemp -d)
+pid=
+stop_server() {
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	pid=
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
+
+free_port() {
+	"$py" -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+sock=$tmp/rhkvd.sock
+start_server() {
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		"$server" -p "$port" -l 127.0.0.1 -t 2 -s "$sock" \
+			>>"$tmp/server.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			if "$cli" -p "$port" ping >/dev/null 2>&1; then
+				return 0
+			fi
+			sleep 0.1
+		done
+		stop_server
+	done
+	echo "could not start $server" >&2
+	exit 1
+}
+start_server
+
+passed=0
+failed=0
+ok() {
+	passed=$((passed + 1))
+}
+bad() {
+	failed=$((failed + 1))
+	echo "FAIL: $*" >&2
+}
+
+# c ARGS...: runs rhkv-cli against the server; sets out, err (exact, with
+# trailing newlines kept) and rc.
+c() {
+	"$cli" -p "$port" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+	out=$(
+		cat "$tmp/out"
+		printf x
+	)
+	out=${out%x}
+	err=$(cat "$tmp/err")
+}
+
+# expect NAME RC STDOUT ARGS...: exact stdout and exit status.
+expect() {
+	local name=$1 want_rc=$2 want_out=$3
+	shift 3
+	c "$@"
+	if [ "$rc" = "$want_rc" ] && [ "$out" = "$want_out" ]; then
+		ok
+	else
+		bad "$name: rc $rc (want $want_rc), stdout $(printf %q "$out")" \
+			"(want $(printf %q "$want_out")), stderr: $err"
+	fi
+}
+
+# expect_re NAME RC REGEX ARGS...: stdout (without its final newline)
+# matches the extended regex.
+expect_re() {
+	local name=$1 want_rc=$2 re=$3
+	shift 3
+	c "$@"
+	if [ "$rc" = "$want_rc" ] && [[ ${out%$'\n'} =~ $re ]]; then
+		ok
+	else
+		bad "$name: rc $rc (want $want_rc), stdout $(printf %q "$out")" \
+			"(want /$re/), stderr: $err"
+	fi
+}
+
+# expect_err NAME RC SUBSTRING ARGS...: the exit status, nothing on
+# stdout, and SUBSTRING in stderr.
+expect_err() {
+	local name=$1 want_rc=$2 sub=$3
+	shift 3
+	c "$@"
+	if [ "$rc" = "$want_rc" ] && [ -z "$out" ] && [[ $err == *"$sub"* ]]; then
+		ok
+	else
+		bad "$name: rc $rc (want $want_rc), stdout $(printf %q "$out")," \
+			"stderr $(printf %q "$err") (want *$sub*)"
+	fi
+}
+
+# ---- one-shot, human and raw ----
+expect ping 0 $'PONG\n' ping
+expect ping-raw 0 $'PONG\n' --raw ping
+expect_re version 0 '^[^[:space:]]+.*$' version
+[ "$(printf %s "$out" | wc -l)" = 1 ] && ok || bad "version: not one line"
+
+expect_re set 0 '^STORED cas [0-9]+$' set foo bar
+expect_re set-raw 0 '^[0-9]+$' --raw set foo bar
+expect get 0 $'"bar"\n' get foo
+expect get-raw 0 $'bar\n' --raw get foo
+expect get-GET-case 0 $'"bar"\n' GET foo
+expect get-miss 0 $'(nil)\n' get nosuchkey
+expect get-miss-raw 0 $'\n' --raw get nosuchkey
+
+# Values from argv are taken as they are: bytes escaped on output only.
+expect_re set-bytes 0 '^STORED' set bin $'a\tb\nc"d\\e\x01\x7f\xc3\xa9'
+expect get-bytes 0 $'"a\\tb\\nc\\"d\\\\e\\x01\\x7f\\xc3\\xa9"\n' get bin
+expect get-bytes-raw 0 $'a\tb\nc"d\\e\x01\x7f\xc3\xa9\n' --raw get bin
+expect_re set-dash 0 '^STORED' set dash -5
+expect get-dash 0 $'"-5"\n' get dash
+expect_re set-empty 0 '^STORED' set empty ''
+expect get-empty 0 $'""\n' get empty
+
+expect_re set-flags 0 '^STORED cas [0-9]+$' set fl val 42 0
+expect_re gets 0 '^"val" \(flags 42, cas [0-9]+\)$' gets fl
+expect_re gets-raw 0 $'^val\n42\n[0-9]+$' --raw gets fl
+expect gets-miss 0 $'(nil)\n' gets nosuchkey
+
+expect delete 0 $'OK\n' delete foo
+expect get-deleted 0 $'(nil)\n' get foo
+expect_err delete-miss 1 '(error) NOT_FOUND: ' delete foo
+
+expect_re set-num 0 '^STORED' set n 5
+expect incr 0 $'(integer) 8\n' incr n 3
+expect decr-raw 0 $'6\n' --raw decr n 2
+expect decr-floor 0 $'(integer) 0\n' decr n 100
+expect_err incr-nonnum 1 '(error) NON_NUMERIC: ' incr bin 1
+expect_err incr-miss 1 '(error) NOT_FOUND: ' incr nosuchkey 1
+
+expect_err add-exists 1 '(error) NOT_STORED: ' add n 1
+expect_re add-new 0 '^STORED' add newkey 1
+expect_err replace-miss 1 '(error) NOT_STORED: ' replace nosuchkey 1
+expect_re replace 0 '^STORED' replace newkey 2
+expect get-replaced 0 $'"2"\n' get newkey
+
+expect_re set-s 0 '^STORED' set s b
+expect_re append 0 '^STORED' append s c
+expect_re prepend 0 '^STORED' prepend s a
+expect get-appended 0 $'"abc"\n' get s
+expect_err append-miss 1 '(error) NOT_STORED: ' append nosuchkey x
+
+c --raw gets s
+cas=$(printf %s "$out" | sed -n 3p)
+expect_err cas-stale 1 '(error) EXISTS: ' cas s new $((cas + 1000))
+expect_re cas 0 '^STORED cas [0-9]+$' cas s new "$cas"
+expect get-cas 0 $'"new"\n' get s
+expect_err cas-miss 1 '(error) NOT_FOUND: ' cas nosuchkey v 1
+
+expect touch 0 $'OK\n' touch s 100
+expect_err touch-miss 1 '(error) NOT_FOUND: ' touch nosuchkey 100
+expect gat 0 $'"new"\n' gat s 100
+expect gat-raw 0 $'new\n' --raw gat s 0
+expect gat-miss 0 $'(nil)\n' gat nosuchkey 100
+
+expect mget 0 $'1) "new"\n2) (nil)\n3) "2"\n' mget s nosuchkey newkey
+expect mget-raw 0 $'new\n\n2\n' --raw mget s nosuchkey newkey
+
+# Bad keys are errors (exit 1), not usage errors.
+expect_err bad-key-space 1 '(error) BAD_KEY: ' get 'a b'
+expect_err bad-key-long 1 '(error) BAD_KEY: ' get "$(printf 'k%.0s' $(seq 251))"
+expect_err bad-key-empty 1 '(error) BAD_KEY: ' set '' v
+
+# ---- flush_all, scan ----
+expect flush 0 $'OK\n' flush_all
+expect get-flushed 0 $'(nil)\n' get s
+expect scan-empty 0 $'(empty)\n' scan
+expect scan-empty-raw 0 '' --raw scan
+for k in user:1 user:2 user:3 user:10 item:1 item:2 other; do
+	"$cli" -p "$port" set "$k" "v-$k" >/dev/null || bad "set $k"
+done
+scan_sorted() {
+	c "$@"
+	[ "$rc" = 0 ] || bad "scan $*: rc $rc: $err"
+	printf %s "$out" | LC_ALL=C sort
+}
+got=$(scan_sorted --raw scan --pattern 'user:*')
+[ "$got" = $'user:1\nuser:10\nuser:2\nuser:3' ] && ok ||
+	bad "scan --pattern user:*: $(printf %q "$got")"
+got=$(scan_sorted --raw scan --pattern 'user:?')
+[ "$got" = $'user:1\nuser:2\nuser:3' ] && ok ||
+	bad "scan --pattern user:?: $(printf %q "$got")"
+got=$(scan_sorted --raw --pattern 'item:*' scan)
+[ "$got" = $'item:1\nitem:2' ] && ok ||
+	bad "--pattern item:* scan: $(printf %q "$got")"
+got=$(scan_sorted scan --pattern 'item:*')
+[ "$got" = $'"item:1"\n"item:2"' ] && ok ||
+	bad "scan human: $(printf %q "$got")"
+got=$(scan_sorted --raw scan)
+[ "$got" = $'item:1\nitem:2\nother\nuser:1\nuser:10\nuser:2\nuser:3' ] &&
+	ok || bad "scan all: $(printf %q "$got")"
+expect scan-nomatch 0 $'(empty)\n' scan --pattern 'zzz*'
+
+# ---- stats ----
+expect_re stats 0 '(^|'$'\n'')curr_items: 7('$'\n''|$)' stats
+expect_re stats-raw 0 '(^|'$'\n'')curr_items 7('$'\n''|$)' --raw stats
+expect_re stats-settings 0 '(^|'$'\n'')[a-z_]+: ' stats settings
+
+# ---- the unix socket ----
+expect unix-get 0 $'"v-other"\n' -h "$sock" get other
+
+# ---- usage errors: 64, checked before connecting ----
+closed=$(free_port)
+expect_err unknown-cmd 64 "unknown command 'frobnicate'" frobnicate
+expect_err get-noargs 64 'usage: get KEY' get
+expect_err get-2args 64 'wrong number of arguments' get a b
+expect_err set-1arg 64 'usage: set KEY VALUE' set k
+expect_err set-badflags 64 'FLAGS' set k v notanumber
+expect_err set-bigflags 64 'FLAGS' set k v 4294967296
+expect_err set-badexp 64 'EXPTIME' set k v 0 soon
+expect_err incr-baddelta 64 'DELTA' incr k abc
+expect_err incr-negdelta 64 'DELTA' incr k -1
+expect_err cas-badcas 64 'CAS' cas k v x
+expect_err scan-badarg 64 'usage: scan' scan foo
+expect_err usage-closed 64 'DELTA' -p "$closed" incr k x
+expect_err bad-port 64 "bad port" -p notaport ping
+expect_err bad-port-range 64 "bad port" -p 70000 ping
+expect_err bad-timeout 64 "bad timeout" --timeout -3 ping
+c --bogus ping
+[ "$rc" = 64 ] && [[ $err == *usage:* ]] && ok || bad "--bogus: rc $rc"
+c --help
+[ "$rc" = 0 ] && [[ $out == *"--pattern GLOB"* ]] && ok || bad "--help"
+c help
+[ "$rc" = 0 ] && [[ $out == *"scan [--pattern GLOB]"* ]] &&
+	[[ $out == *"cas KEY VALUE CAS [FLAGS [EXPTIME]]"* ]] && ok ||
+	bad "help: $out"
+c help incr
+[ "$rc" = 0 ] && [[ $out == "incr KEY DELTA"* ]] && ok || bad "help incr"
+
+# ---- an unreachable server: exit 1 with a clear message ----
+"$cli" -p "$closed" get k >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && [ ! -s "$tmp/out" ] &&
+	grep -q "(error) CONN: cannot connect to 127.0.0.1:$closed" "$tmp/err" &&
+	ok || bad "unreachable: rc $rc, $(cat "$tmp/err")"
+"$cli" -h "$tmp/nonexistent.sock" ping >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && grep -q "cannot connect to $tmp/nonexistent.sock" \
+	"$tmp/err" && ok || bad "unreachable unix: rc $rc, $(cat "$tmp/err")"
+
+# ---- commands piped on stdin ----
+pipe() {
+	printf "$1" | "$cli" -p "$port" "${@:2}" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	out=$(
+		cat "$tmp/out"
+		printf x
+	)
+	out=${out%x}
+	err=$(cat "$tmp/err")
+}
+pipe 'set p1 "hello world" 7\nget p1\n\n# a comment\nget nokey\nincr ctr 1\nset ctr 10\nincr ctr 5\nmget p1 nokey\nping\n'
+want=$'1) "hello world"\n2) (nil)\n'
+if [ "$rc" = 1 ] && [[ $out =~ ^STORED\ cas\ [0-9]+$'\n''"hello world"'$'\n''(nil)'$'\n'STORED\ cas\ [0-9]+$'\n''(integer) 15'$'\n'"$want"PONG$'\n'$ ]] &&
+	[[ $err == *"(error) NOT_FOUND: "* ]]; then
+	ok
+else
+	bad "piped: rc $rc, out $(printf %q "$out"), err $err"
+fi
+pipe 'set q "a \\"b\\" \\\\ \\x00\\x01\\n"\nget q\nquit\nget q\n'
+if [ "$rc" = 0 ] && [[ $out =~ ^STORED\ cas\ [0-9]+$'\n''"a \"b\" \\ \x00\x01\n"'$'\n'$ ]]; then
+	ok
+else
+	bad "piped quoting: rc $rc, out $(printf %q "$out"), err $err"
+fi
+pipe 'get q\n' --raw 2>/dev/null
+[ "$rc" = 0 ] && [ "$(od -An -tx1 "$tmp/out" | tr -d ' \n')" = \
+	"6120226222205c2000010a0a" ] && ok ||
+	bad "piped raw bytes: $(od -An -tx1 "$tmp/out")"
+pipe 'get "unterminated\nfrobnicate\nping\n'
+[ "$rc" = 1 ] && [ "$out" = $'PONG\n' ] &&
+	[[ $err == *"unbalanced quotes"* ]] && [[ $err == *"unknown command"* ]] &&
+	ok || bad "piped errors: rc $rc, out $(printf %q "$out"), err $err"
+
+# ---- interactive, through a pty ----
+mkdir "$tmp/home"
+HOME=$tmp/home TERM=dumb "$py" - "$cli" "$port" <<'EOF'
+import os, pty, select, sys, time
+
+cli, port = sys.argv[1], sys.argv[2]
+prompt = ("rhkv 127.0.0.1:%s> " % port).encode()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(cli, [cli, "-p", port])
+
+buf = b""
+def until(what, timeout=10):
+    global buf
+    end = time.time() + timeout
+    while what not in buf:
+        left = end - time.time()
+        r, _, _ = select.select([fd], [], [], max(left, 0))
+        if not r:
+            sys.exit("timed out waiting for %r; got %r" % (what, buf))
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            sys.exit("EOF waiting for %r; got %r" % (what, buf))
+        buf += chunk
+    i = buf.index(what) + len(what)
+    seen, buf = buf[:i], buf[i:]
+    return seen
+
+until(prompt)
+os.write(fd, b'set ik "interactive value"\r')
+until(b"STORED cas ")
+until(prompt)
+os.write(fd, b"get ik\r")
+until(b'"interactive value"')
+until(prompt)
+os.write(fd, b"delete nokey\r")
+until(b"(error) NOT_FOUND")
+until(prompt)
+os.write(fd, b"help\r")
+until(b"scan [--pattern GLOB]")
+until(prompt)
+os.write(fd, b"quit\r")
+_, status = os.waitpid(pid, 0)
+if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+    sys.exit("exit status %r" % status)
+EOF
+[ $? = 0 ] && ok || bad "interactive pty session"
+[ -f "$tmp/home/.rhkv_history" ] && grep -q 'get' "$tmp/home/.rhkv_history" &&
+	ok || bad "history file not written"
+
+# EOF at the prompt leaves with status 0; no HOME: no history, no failure.
+env -u HOME TERM=dumb "$py" - "$cli" "$port" <<'EOF'
+import os, pty, select, sys, time
+cli, port = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(cli, [cli, "-p", port])
+buf = b""
+while b"> " not in buf:
+    r, _, _ = select.select([fd], [], [], 10)
+    if not r:
+        sys.exit("no prompt: %r" % buf)
+    buf += os.read(fd, 4096)
+os.write(fd, b"ping\r")
+while b"PONG" not in buf:
+    r, _, _ = select.select([fd], [], [], 10)
+    if not r:
+        sys.exit("no PONG: %r" % buf)
+    buf += os.read(fd, 4096)
+time.sleep(0.2)
+os.write(fd, b"\x04")
+_, status = os.waitpid(pid, 0)
+if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+    sys.exit("exit status %r" % status)
+EOF
+[ $? = 0 ] && ok || bad "interactive EOF without HOME"
+
+if [ "$failed" != 0 ]; then
+	echo "--- server log" >&2
+	cat "$tmp/server.log" >&2
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,140 @@
+/*
+ * Connections: the I/O timeout against a peer that never answers, a lost
+ * server (RHKV_ECONN), the lazy reconnect once a server is back on the
+ * same port, and connection failures.
+ */
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static struct srv srv;
+static pid_t pid;
+static rhkv *c;
+static int lfd = -1;
+
+static void teardown(void)
+{
+	rhkv_close(c);
+	c = NULL;
+	srv_stop(&srv);
+	cl_stop(pid);
+	pid = 0;
+	if (lfd >= 0)
+		close(lfd);
+	lfd = -1;
+}
+
+TestSuite(conn, .fini = teardown, .timeout = 60);
+
+/* A listening socket that accepts (the kernel does) and never answers. */
+static int silent_listener(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(lfd, 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(lfd, 16), 0);
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+	return ntohs(sa.sin_port);
+}
+
+Test(conn, io_timeout)
+{
+	int port = silent_listener();
+	struct rhkv_value v;
+	long long t0, dt;
+	int rc;
+
+	c = cl_connect(port, 300);
+	t0 = h_now_ms();
+	rc = rhkv_get(c, "k", 1, &v);
+	dt = h_now_ms() - t0;
+	cr_assert_eq(rc, RHKV_ETIMEDOUT, "%s (%s)", rhkv_strerror(rc),
+		     rhkv_errstr(c));
+	cr_assert_geq(dt, 300, "timed out after %lld ms", dt);
+	cr_assert_leq(dt, 1300, "timed out after %lld ms", dt);
+	/* the next call connects again and times out again */
+	t0 = h_now_ms();
+	rc = rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL);
+	dt = h_now_ms() - t0;
+	cr_assert_eq(rc, RHKV_ETIMEDOUT);
+	cr_assert_geq(dt, 300, "timed out after %lld ms", dt);
+	cr_assert_leq(dt, 1300, "timed out after %lld ms", dt);
+}
+
+Test(conn, lost_server)
+{
+	struct rhkv_value v;
+	int rc;
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	c = cl_connect(srv.port, 2000);
+	cr_assert_eq(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL), 0);
+	srv_stop(&srv);
+	rc = rhkv_get(c, "k", 1, &v);
+	cr_assert_eq(rc, RHKV_ECONN, "%s (%s)", rhkv_strerror(rc),
+		     rhkv_errstr(c));
+	cr_assert_str_neq(rhkv_errstr(c), "");
+	/* nobody listens: connecting again fails the same way */
+	rc = rhkv_ping(c);
+	cr_assert_eq(rc, RHKV_ECONN, "%s (%s)", rhkv_strerror(rc),
+		     rhkv_errstr(c));
+}
+
+Test(conn, reconnects_after_restart)
+{
+	int port = cl_free_port();
+	struct rhkv_value v;
+	int rc;
+
+	pid = cl_start_on(port, NULL);
+	cr_assert_gt(pid, 0, "rhkvd did not start on port %d", port);
+	c = cl_connect(port, 2000);
+	cr_assert_eq(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL), 0);
+	cl_stop(pid);
+	pid = 0;
+	rc = rhkv_get(c, "k", 1, &v);
+	cr_assert_eq(rc, RHKV_ECONN, "%s (%s)", rhkv_strerror(rc),
+		     rhkv_errstr(c));
+	pid = cl_start_on(port, NULL);
+	cr_assert_gt(pid, 0, "rhkvd did not start again on port %d", port);
+	rc = rhkv_set(c, "k", 1, "again", 5, 0, 0, NULL);
+	cr_assert_eq(rc, 0, "%s (%s)", rhkv_strerror(rc), rhkv_errstr(c));
+	cr_assert_eq(rhkv_get(c, "k", 1, &v), 0);
+	cr_assert_str_eq(v.data, "again");
+	rhkv_value_free(&v);
+}
+
+Test(conn, connect_failures)
+{
+	int port = cl_free_port();
+	struct rhkv_options o;
+	int rc;
+
+	rc = rhkv_connect(&c, "127.0.0.1", port, NULL);
+	cr_assert_eq(rc, RHKV_ECONN);
+	cr_assert_not_null(c);
+	cr_assert_str_neq(rhkv_errstr(c), "");
+	rhkv_close(c);
+	c = NULL;
+	rc = rhkv_connect(&c, "no-such-host.invalid", 1, NULL);
+	cr_assert_eq(rc, RHKV_ECONN);
+	rhkv_close(c);
+	c = NULL;
+	rc = rhkv_connect(&c, "/nonexistent/rhkv.sock", 0, NULL);
+	cr_assert_eq(rc, RHKV_ECONN);
+	rhkv_close(c);
+	c = NULL;
+	rhkv_options_init(&o);
+	o.io_timeout_ms = -1;
+	cr_assert_eq(rhkv_connect(&c, "127.0.0.1", 1, &o), RHKV_EINVAL);
+	cr_assert_eq(rhkv_ping(c), RHKV_EINVAL);
+	cr_assert_str_eq(rhkv_strerror(RHKV_ENOTFOUND), "not found");
+}
