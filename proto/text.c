@@ -387,6 +387,15 @@ static enum proto_status parse_memlimit(const struct line *l,
 	return PROTO_OK;
 }
 
+/* auth <password>: one token (the text protocol has no quoting). */
+static enum proto_status parse_auth(const struct line *l, struct proto_req *req)
+{
+	if (l->ntok != 2)
+		return PROTO_ERROR;
+	req->arg = l->tok[1];
+	return PROTO_OK;
+}
+
 static enum proto_status parse_stats(const struct line *l,
 				     struct proto_req *req)
 {
@@ -461,6 +470,7 @@ static const struct {
 	{ "stats", PROTO_CMD_STATS },
 	{ "scan", PROTO_CMD_SCAN },
 	{ "cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT },
+	{ "auth", PROTO_CMD_AUTH },
 };
 
 /*
@@ -524,6 +534,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_scan(l, req);
 	case PROTO_CMD_CACHE_MEMLIMIT:
 		return parse_memlimit(l, req);
+	case PROTO_CMD_AUTH:
+		return parse_auth(l, req);
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;

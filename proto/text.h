@@ -45,6 +45,7 @@ enum proto_cmd {
 	PROTO_CMD_STATS,
 	PROTO_CMD_SCAN,
 	PROTO_CMD_CACHE_MEMLIMIT,
+	PROTO_CMD_AUTH,
 };
 
 enum proto_status {
@@ -106,7 +107,8 @@ struct proto_req {
 	int64_t delay;	       /* flush_all; 0 when absent */
 	uint32_t verbosity;    /* verbosity */
 	uint32_t memlimit;     /* cache_memlimit: MiB, >= 1 */
-	struct proto_span arg; /* stats: the sub-command ("" when none) */
+	struct proto_span arg; /* stats: the sub-command ("" when none);
+				  auth: the password */
 	/* stats: what follows the sub-command, from its next token to the end
 	 * of the last one ("" when none), e.g. "on" in "stats detail on". */
 	struct proto_span args;

@@ -235,6 +235,25 @@ static void cmd_scan(struct conn *c, const char *buf,
 	evbuffer_add_printf(c->out, "CURSOR %" PRIu64 "\r\n", next);
 }
 
+/* auth <password>: constant-time comparison; failures are counted. */
+static void cmd_auth_text(struct conn *c, const char *buf,
+			  const struct proto_req *req)
+{
+	const struct config *cfg = &c->w->srv->cfg;
+
+	if (!cfg->password) {
+		reply(c, "CLIENT_ERROR no password is configured\r\n");
+		return;
+	}
+	if (config_password_ok(cfg, buf + req->arg.off, req->arg.len)) {
+		c->authed = true;
+		reply(c, "OK\r\n");
+		return;
+	}
+	STAT_INC(&c->w->stats, auth_errors);
+	reply(c, "CLIENT_ERROR auth failed\r\n");
+}
+
 unsigned int cmd_latency_class(const struct proto_req *req)
 {
 	switch (req->cmd) {
@@ -306,6 +325,9 @@ void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req)
 		atomic_store(&srv->verbosity, (int)req->verbosity);
 		if (!req->noreply)
 			reply(c, "OK\r\n");
+		break;
+	case PROTO_CMD_AUTH:
+		cmd_auth_text(c, buf, req);
 		break;
 	case PROTO_CMD_CACHE_MEMLIMIT:
 		cache_set_limit(srv->cache, (uint64_t)req->memlimit << 20);

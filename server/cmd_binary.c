@@ -365,11 +365,33 @@ static void op_stats(struct out *o, const struct proto_bin_req *r)
 	evbuffer_free(lines);
 }
 
+static void op_auth(struct out *o, const struct proto_bin_req *r)
+{
+	struct conn *c = o->c;
+	const struct config *cfg = &c->w->srv->cfg;
+
+	if (!cfg->password) {
+		reply_simple(o, r->id, PROTO_ST_BAD_REQUEST,
+			     "no password is configured");
+	} else if (config_password_ok(cfg, r->text.p, r->text.n)) {
+		c->authed = true;
+		reply_simple(o, r->id, PROTO_ST_OK, NULL);
+	} else {
+		STAT_INC(&c->w->stats, auth_errors);
+		reply_simple(o, r->id, PROTO_ST_AUTH_REQUIRED, "auth failed");
+	}
+}
+
 static void execute(struct out *o, const struct proto_bin_req *r)
 {
 	struct conn *c = o->c;
 	struct server *srv = c->w->srv;
 
+	if (!c->authed && r->op != PROTO_OP_AUTH && r->op != PROTO_OP_QUIT) {
+		reply_simple(o, r->id, PROTO_ST_AUTH_REQUIRED,
+			     "authentication required");
+		return;
+	}
 	switch (r->op) {
 	case PROTO_OP_GET:
 	case PROTO_OP_GETS:
@@ -438,8 +460,7 @@ static void execute(struct out *o, const struct proto_bin_req *r)
 		c->close_when_done = true;
 		break;
 	case PROTO_OP_AUTH:
-		reply_simple(o, r->id, PROTO_ST_BAD_REQUEST,
-			     "no password is configured");
+		op_auth(o, r);
 		break;
 	}
 }
@@ -476,7 +497,8 @@ static unsigned int latency_class(uint32_t op)
 size_t cmd_binary_process(struct conn *c, const char *buf, size_t n)
 {
 	const struct config *cfg = &c->w->srv->cfg;
-	size_t limit = proto_bin_body_limit(cfg->max_item_size);
+	size_t limit = c->authed ? proto_bin_body_limit(cfg->max_item_size)
+				 : CONN_PREAUTH_LIMIT;
 	struct out o = { .c = c, .sb = &c->bin->sb };
 	uint64_t t0 = latency_now_ns(), t1;
 	size_t off = 0;

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -35,6 +36,12 @@ static const char usage[] =
 	"                             drain (default 30)\n"
 	"      --output-limit=SIZE    pending output before reads pause\n"
 	"                             (default 1m)\n"
+	"      --auth-file=FILE       require clients to authenticate with "
+	"the\n"
+	"                             password on FILE's first line (also\n"
+	"                             RHKV_AUTH_FILE)\n"
+	"      --no-protected-mode    allow listening beyond loopback without\n"
+	"                             a password\n"
 	"      --metrics-port=PORT    serve Prometheus metrics over HTTP at\n"
 	"                             /metrics (default 0: off)\n"
 	"      --metrics-listen=ADDR  address for metrics (default 127.0.0.1)\n"
@@ -49,6 +56,8 @@ enum {
 	OPT_METRICS,
 	OPT_METRICS_LISTEN,
 	OPT_CONN_MEMORY,
+	OPT_AUTH_FILE,
+	OPT_NO_PROTECTED,
 };
 
 static const struct option options[] = {
@@ -60,6 +69,8 @@ static const struct option options[] = {
 	{ "memory-limit", required_argument, NULL, 'm' },
 	{ "conn-limit", required_argument, NULL, 'c' },
 	{ "conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
+	{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
+	{ "no-protected-mode", no_argument, NULL, OPT_NO_PROTECTED },
 	{ "max-item-size", required_argument, NULL, 'I' },
 	{ "user", required_argument, NULL, 'u' },
 	{ "udp-port", required_argument, NULL, 'U' },
@@ -175,6 +186,12 @@ int config_parse(struct config *cfg, int argc, char **argv)
 					   "not a number of MiB");
 			cfg->memory_limit = (uint64_t)v << 20;
 			break;
+		case OPT_AUTH_FILE:
+			cfg->auth_file = optarg;
+			break;
+		case OPT_NO_PROTECTED:
+			cfg->no_protected_mode = true;
+			break;
 		case OPT_CONN_MEMORY:
 			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
 				return bad("connection memory", optarg,
@@ -261,6 +278,99 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	return 0;
 }
 
+/* The password: the file's first line, without its line end. */
+static int load_password(struct config *cfg)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f = fopen(cfg->auth_file, "r");
+
+	if (!f) {
+		fprintf(stderr, "rhkvd: cannot read the auth file '%s': %s\n",
+			cfg->auth_file, strerror(errno));
+		return CONFIG_EXIT_USAGE;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	n = strcspn(buf, "\r\n");
+	if (n == 0) {
+		fprintf(stderr,
+			"rhkvd: the auth file '%s' has no password on "
+			"its first line\n",
+			cfg->auth_file);
+		return CONFIG_EXIT_USAGE;
+	}
+	if (memchr(buf, ' ', n)) {
+		fprintf(stderr,
+			"rhkvd: the password in '%s' has a space, which "
+			"the text protocol's auth cannot send\n",
+			cfg->auth_file);
+		return CONFIG_EXIT_USAGE;
+	}
+	cfg->password = malloc(n + 1);
+	if (!cfg->password)
+		return CONFIG_EXIT_USAGE;
+	memcpy(cfg->password, buf, n + 1);
+	cfg->password[n] = '\0';
+	cfg->password_len = n;
+	memset(buf, 0, sizeof(buf));
+	return 0;
+}
+
+static bool is_loopback(const char *addr)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (!strcmp(addr, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, addr, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, addr, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return false;
+}
+
+int config_check_access(struct config *cfg)
+{
+	int rc;
+
+	if (!cfg->auth_file)
+		cfg->auth_file = getenv("RHKV_AUTH_FILE");
+	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
+		return rc;
+	if (cfg->password || cfg->no_protected_mode)
+		return 0;
+	for (int i = 0; i < cfg->nlisten; i++) {
+		if (is_loopback(cfg->listen[i]))
+			continue;
+		fprintf(stderr,
+			"rhkvd: refusing to listen on %s, which is not a "
+			"loopback address, without a password (protected "
+			"mode).\n"
+			"  Set one: --auth-file FILE (or RHKV_AUTH_FILE=FILE), "
+			"the password on its first line;\n"
+			"  or, on a network you trust, opt out with "
+			"--no-protected-mode.\n",
+			cfg->listen[i]);
+		return CONFIG_EXIT_USAGE;
+	}
+	return 0;
+}
+
+bool config_password_ok(const struct config *cfg, const char *given, size_t len)
+{
+	volatile unsigned char diff = (unsigned char)(len != cfg->password_len);
+
+	/* Every byte of the password is compared whatever the input: the
+	 * time tells neither where a guess goes wrong nor its length. */
+	for (size_t i = 0; i < cfg->password_len; i++)
+		diff |= (unsigned char)(cfg->password[i] ^
+					(i < len ? given[i] : 0));
+	return cfg->password && diff == 0;
+}
+
 void config_each(const struct config *cfg,
 		 void (*fn)(const char *name, const char *value, void *arg),
 		 void *arg)
@@ -296,6 +406,8 @@ void config_each(const struct config *cfg,
 	NUM("output_limit", "%zu", cfg->output_hwm);
 	NUM("metrics_port", "%d", cfg->metrics_port);
 	fn("metrics_listen", cfg->metrics_listen, arg);
+	fn("auth", cfg->password ? "yes" : "no", arg);
+	fn("protected_mode", cfg->no_protected_mode ? "no" : "yes", arg);
 	fn("user", cfg->user ? cfg->user : "NULL", arg);
 	fn("cas_enabled", "yes", arg);
 #undef NUM

@@ -32,6 +32,10 @@ struct config {
 	size_t output_hwm; /* bytes of pending output before reads pause */
 	int metrics_port;  /* Prometheus endpoint, 0: off */
 	const char *metrics_listen;
+	const char *auth_file; /* --auth-file or RHKV_AUTH_FILE */
+	char *password;	       /* its first line; NULL: no auth */
+	size_t password_len;
+	bool no_protected_mode; /* may listen beyond loopback without one */
 };
 
 /* Exit code for bad usage (EX_USAGE). */
@@ -43,6 +47,18 @@ struct config {
  * printing why to stderr.
  */
 int config_parse(struct config *cfg, int argc, char **argv);
+
+/*
+ * Reads the password file and applies protected mode: listening on a
+ * non-loopback address without a password is refused unless
+ * --no-protected-mode. 0, or CONFIG_EXIT_USAGE after printing why.
+ */
+int config_check_access(struct config *cfg);
+
+/* Whether given equals the password, in time independent of where they
+ * differ. */
+bool config_password_ok(const struct config *cfg, const char *given,
+			size_t len);
 
 /* Calls fn(name, value) for each setting, for `stats settings`. */
 void config_each(const struct config *cfg,

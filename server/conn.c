@@ -66,6 +66,7 @@ struct conn *conn_new(struct worker *w, int fd)
 		return NULL;
 	}
 	c->last_active = cache_now();
+	c->authed = w->srv->cfg.password == NULL;
 	account(c, buffer_bytes(c));
 	c->next = w->conns;
 	if (c->next)
@@ -119,6 +120,8 @@ static void reply(struct conn *c, const char *s)
 /* Most a request can need in the input buffer: a line and a value. */
 static size_t rbuf_limit(const struct conn *c)
 {
+	if (!c->authed)
+		return 2 * CONN_PREAUTH_LIMIT;
 	return PROTO_GET_LINE_MAX + (size_t)c->w->srv->cfg.max_item_size + 2;
 }
 
@@ -126,7 +129,10 @@ static size_t rbuf_limit(const struct conn *c)
 static size_t process_text(struct conn *c)
 {
 	const struct config *cfg = &c->w->srv->cfg;
-	const struct proto_limits lim = { .max_value = cfg->max_item_size };
+	/* Before auth a value is discarded as it arrives, never buffered. */
+	const struct proto_limits lim = {
+		.max_value = c->authed ? cfg->max_item_size : CONN_PREAUTH_LIMIT
+	};
 	struct latency_hist *lat = c->w->lat;
 	struct proto_req next;
 	enum proto_status next_st = PROTO_NEED_MORE;
@@ -182,6 +188,12 @@ static size_t process_text(struct conn *c)
 		case PROTO_NEED_MORE:
 			goto done;
 		case PROTO_OK:
+			if (!c->authed && req.cmd != PROTO_CMD_AUTH &&
+			    req.cmd != PROTO_CMD_QUIT) {
+				reply(c, "CLIENT_ERROR authentication "
+					 "required\r\n");
+				break;
+			}
 			cmd_execute(c, buf, &req);
 			t1 = latency_now_ns();
 			latency_record(&lat[cmd_latency_class(&req)], t1 - t0);
@@ -198,10 +210,15 @@ static size_t process_text(struct conn *c)
 						    req.error);
 			break;
 		case PROTO_TOO_LARGE:
-			if (!req.noreply)
+			if (!c->authed)
+				reply(c, "CLIENT_ERROR authentication "
+					 "required\r\n");
+			else if (!req.noreply)
 				reply(c, "SERVER_ERROR object too large for "
 					 "cache\r\n");
-			if (req.cmd == PROTO_CMD_SET) /* as memcached */
+			/* As memcached: a too large set drops the old value
+			 * (only for a client allowed to write). */
+			if (req.cmd == PROTO_CMD_SET && c->authed)
 				cache_delete(
 					c->w->srv->cache,
 					(struct cache_key){ buf + req.key.off,

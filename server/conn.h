@@ -38,6 +38,7 @@ struct conn {
 	uint64_t swallow;	 /* bytes of a too-large value to discard */
 	bool close_when_done;	 /* quit, line too long, shutdown */
 	bool read_paused;	 /* backpressure */
+	bool authed;		 /* no password set, or auth succeeded */
 	int64_t last_active;	 /* seconds: last byte read or written */
 	int64_t stalled_since;	 /* seconds: output pending, none written */
 	size_t accounted;	 /* buffer bytes counted in srv->conn_bytes */
@@ -58,6 +59,10 @@ struct proto_req;
 void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req);
 /* `stats [group]` (stats.c), the text reply into c->out. */
 void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
+
+/* Before auth, requests are held to this (Redis does the same before
+ * login): a frame body, a value, and the input buffer. */
+#define CONN_PREAUTH_LIMIT 4096
 
 /* Executes the complete binary frames in buf[0..n) (cmd_binary.c);
  * returns the bytes used. */

@@ -187,6 +187,9 @@ int main(int argc, char **argv)
 	rc = config_parse(&srv.cfg, argc, argv);
 	if (rc)
 		return rc == 1 ? 0 : rc;
+	rc = config_check_access(&srv.cfg);
+	if (rc)
+		return rc;
 	log_init("rhkvd", srv.cfg.verbose >= 2	 ? LOG_DEBUG
 			  : srv.cfg.verbose == 1 ? LOG_INFO
 						 : LOG_WARN);
@@ -212,6 +215,7 @@ int main(int argc, char **argv)
 	pthread_mutex_destroy(&srv.stats_lock);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();
+	free(srv.cfg.password);
 	if (!rc)
 		log_info("stopped");
 	return rc;

@@ -29,7 +29,8 @@
 	X(touch_misses)  \
 	X(bytes_read)    \
 	X(bytes_written) \
-	X(total_items)
+	X(total_items)   \
+	X(auth_errors)
 
 struct thread_stats {
 #define STATS_FIELD(name) _Atomic unsigned long name;

@@ -197,6 +197,10 @@ static const struct status_case cases[] = {
 	CERR("flush_all 99999999999999999999\r\n", EXPT),
 	CERR("flush_all noreply 0\r\n", EXPT),
 	CERRNR("flush_all x noreply\r\n", EXPT),
+	/* auth */
+	ERR("auth\r\n"),
+	ERR("auth a b\r\n"),
+	OK("auth s3cret!\r\n"),
 	/* cache_memlimit */
 	ERR("cache_memlimit\r\n"),
 	ERR("cache_memlimit 1 x y\r\n"),

@@ -33,7 +33,8 @@ struct srv {
 	enum srv_kind kind;
 	pid_t pid;	  /* 0 when not running */
 	int port;	  /* 127.0.0.1 port it listens on */
-	char version[80]; /* its reply to "version", "\r\n" included */
+	char version[80]; /* its reply to "version", "\r\n" included;
+			     "" when it requires auth (--auth-file) */
 };
 
 /* Default deadline of one reply, in milliseconds. */
