@@ -3,8 +3,6 @@
  */
 #include "internal.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +13,7 @@ struct version {
 };
 
 static int on_version(rhkv *c, void *ctx, size_t i, uint32_t status,
-		      struct rhkv__rd *payload)
+		      const msgpack_object *payload)
 {
 	struct version *v = ctx;
 	const char *p;
@@ -26,7 +24,7 @@ static int on_version(rhkv *c, void *ctx, size_t i, uint32_t status,
 		v->rc = rhkv__status(c, status, payload);
 		return 0;
 	}
-	if (!rhkv__rd_bytes(payload, &p, &n))
+	if (!rhkv__pl_bytes(payload, &p, &n))
 		return RHKV_EPROTO;
 	if (n >= v->cap) {
 		v->rc = rhkv__fail(c, RHKV_ERANGE, "version of %u bytes", n);
@@ -56,28 +54,22 @@ struct stats {
 	size_t n;
 };
 
-/* A stat's value: a string, or a number written in decimal. */
-static bool stat_value(struct rhkv__rd *r, const char **p, uint32_t *n,
-		       char *num, size_t cap)
+/* The k-th string of a stats map: even k a name, odd k its value. */
+static bool stat_at(const msgpack_object_map *m, uint32_t k, const char **p,
+		    uint32_t *n, char *num, size_t cap)
 {
-	uint64_t u;
+	const msgpack_object_kv *kv = &m->ptr[k / 2];
 
-	if (rhkv__rd_bytes(r, p, n))
-		return true;
-	if (!rhkv__rd_uint(r, &u))
-		return false;
-	*n = (uint32_t)snprintf(num, cap, "%" PRIu64, u);
-	*p = num;
-	return true;
+	return rhkv__pl_stat(k % 2 ? &kv->val : &kv->key, p, n, num, cap);
 }
 
 /* Two passes over the map: sizes, then one block holding the array and
  * every string. */
 static int on_stats(rhkv *c, void *ctx, size_t i, uint32_t status,
-		    struct rhkv__rd *payload)
+		    const msgpack_object *payload)
 {
 	struct stats *s = ctx;
-	struct rhkv__rd r;
+	const msgpack_object_map *map;
 	char num[24];
 	const char *p;
 	uint32_t m, n;
@@ -89,24 +81,24 @@ static int on_stats(rhkv *c, void *ctx, size_t i, uint32_t status,
 		s->rc = rhkv__status(c, status, payload);
 		return 0;
 	}
-	if (!rhkv__rd_map(payload, &m))
+	if (payload->type != MSGPACK_OBJECT_MAP)
 		return RHKV_EPROTO;
-	r = *payload;
+	map = &payload->via.map;
+	m = map->size;
 	bytes = (size_t)m * sizeof(struct rhkv_stat);
 	for (uint32_t k = 0; k < 2 * m; k++) {
-		if (!stat_value(&r, &p, &n, num, sizeof(num)))
+		if (!stat_at(map, k, &p, &n, num, sizeof(num)))
 			return RHKV_EPROTO;
 		bytes += (size_t)n + 1;
 	}
 	s->st = malloc(bytes ? bytes : 1);
 	if (!s->st) {
 		s->rc = rhkv__fail(c, RHKV_ENOMEM, "out of memory");
-		*payload = r;
 		return 0;
 	}
 	o = (char *)(s->st + m);
 	for (uint32_t k = 0; k < 2 * m; k++) {
-		stat_value(payload, &p, &n, num, sizeof(num));
+		stat_at(map, k, &p, &n, num, sizeof(num));
 		memcpy(o, p, n);
 		o[n] = '\0';
 		if (k % 2)

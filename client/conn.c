@@ -136,13 +136,11 @@ static int open_tcp(rhkv *c)
 }
 
 static int on_auth(rhkv *c, void *ctx, size_t i, uint32_t status,
-		   struct rhkv__rd *payload)
+		   const msgpack_object *payload)
 {
 	(void)i;
 	*(int *)ctx =
 		status == PROTO_ST_OK ? 0 : rhkv__status(c, status, payload);
-	if (status == PROTO_ST_OK)
-		rhkv__rd_skip(payload);
 	return 0;
 }
 
@@ -198,6 +196,7 @@ int rhkv_connect(rhkv **out, const char *host, int port,
 	c->next_id = 1;
 	msgpack_sbuffer_init(&c->sb);
 	msgpack_packer_init(&c->pk, &c->sb, msgpack_sbuffer_write);
+	proto_bin_decoder_init(&c->dec);
 	*out = c;
 	if (o)
 		c->opt = *o;
@@ -208,7 +207,7 @@ int rhkv_connect(rhkv **out, const char *host, int port,
 	c->host = host ? strdup(host) : NULL;
 	c->rbuf = malloc(RHKV__RBUF_INIT);
 	c->rcap = RHKV__RBUF_INIT;
-	if (!c->rbuf || (host && !c->host) ||
+	if (!c->rbuf || !c->dec.ready || (host && !c->host) ||
 	    (o && o->password && !(c->opt.password = strdup(o->password))))
 		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
 	if (!host || !*host || port < 0 || port > 65535 ||
@@ -227,6 +226,7 @@ void rhkv_close(rhkv *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	msgpack_sbuffer_destroy(&c->sb);
+	proto_bin_decoder_destroy(&c->dec);
 	free(c->rbuf);
 	free(c->host);
 	free((char *)c->opt.password);

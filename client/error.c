@@ -112,16 +112,14 @@ static int status_code(uint32_t status)
 	}
 }
 
-int rhkv__status(rhkv *c, uint32_t status, struct rhkv__rd *payload)
+int rhkv__status(rhkv *c, uint32_t status, const msgpack_object *payload)
 {
 	int err = status_code(status);
 	const char *msg;
 	uint32_t n;
 
-	if (rhkv__rd_bytes(payload, &msg, &n))
+	if (rhkv__pl_bytes(payload, &msg, &n))
 		return rhkv__fail(c, err, "%s: %.*s",
 				  proto_bin_status_name(status), (int)n, msg);
-	/* a malformed payload stays unread: the exchange then drops */
-	rhkv__rd_skip(payload);
 	return rhkv__fail(c, err, "%s", proto_bin_status_name(status));
 }

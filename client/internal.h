@@ -1,6 +1,6 @@
 /*
  * librhkv's insides, shared by its files (never installed): the handle,
- * the reply reader, the request encoder and the exchange of frames. Names
+ * the payload readers, the request encoder and the exchange of frames. Names
  * are rhkv__x (module-internal, hidden by -fvisibility=hidden); only the
  * declarations of rhkv.h get default visibility.
  */
@@ -36,6 +36,7 @@ struct rhkv {
 	uint64_t item_max;  /* the server's item size limit; 0: not asked */
 	msgpack_sbuffer sb; /* the request of the current call */
 	msgpack_packer pk;
+	struct proto_bin_decoder dec; /* replies; its zone lives with c */
 	char *rbuf; /* replies: unread bytes are rbuf[roff .. rlen) */
 	size_t roff, rlen, rcap;
 	char err[256];
@@ -51,29 +52,29 @@ int rhkv__fail(rhkv *c, int err, const char *fmt, ...)
 int rhkv__drop(rhkv *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* ---- reading replies (wire.c): a cursor over msgpack bytes ---- */
+/* ---- reading reply payloads (wire.c) ----
+ *
+ * Payloads are objects decoded by the codec (proto_bin_decode_reply into
+ * c->dec); their bytes point into the read buffer and the objects live in
+ * the decoder's zone, both valid only until the next reply is decoded. */
 
-struct rhkv__rd {
-	const unsigned char *p, *end;
-};
-
-bool rhkv__rd_array(struct rhkv__rd *r, uint32_t *n);
-bool rhkv__rd_map(struct rhkv__rd *r, uint32_t *n);
-bool rhkv__rd_uint(struct rhkv__rd *r, uint64_t *v);
+bool rhkv__pl_uint(const msgpack_object *o, uint64_t *v);
 /* A str or bin. */
-bool rhkv__rd_bytes(struct rhkv__rd *r, const char **p, uint32_t *n);
-/* Consumes a nil if one is next. */
-bool rhkv__rd_nil(struct rhkv__rd *r);
-/* Skips one object of any type (nesting at most PROTO_BIN_MAX_DEPTH). */
-bool rhkv__rd_skip(struct rhkv__rd *r);
-
+bool rhkv__pl_bytes(const msgpack_object *o, const char **p, uint32_t *n);
 /* A get-like payload [flags, value, cas]. */
-bool rhkv__rd_value(struct rhkv__rd *r, uint32_t *flags, const char **val,
+bool rhkv__pl_value(const msgpack_object *o, uint32_t *flags, const char **val,
 		    uint32_t *len, uint64_t *cas);
+/* A stats name or value: a string, or a number written in decimal into
+ * num[0..cap) (then *p is num). */
+bool rhkv__pl_stat(const msgpack_object *o, const char **p, uint32_t *n,
+		   char *num, size_t cap);
+/* A scan payload [cursor, [keys]]: the keys' objects (not yet checked). */
+bool rhkv__pl_scan(const msgpack_object *o, uint64_t *cursor,
+		   const msgpack_object **keys, uint32_t *n);
 
-/* Maps a non-OK status to RHKV_E*, consumes the payload (an error message
- * goes to errstr) and returns the code. */
-int rhkv__status(rhkv *c, uint32_t status, struct rhkv__rd *payload);
+/* Maps a non-OK status to RHKV_E*, records it (a string payload, the
+ * server's message, goes to errstr) and returns the code. */
+int rhkv__status(rhkv *c, uint32_t status, const msgpack_object *payload);
 
 /* ---- encoding requests (wire.c) ---- */
 
@@ -103,12 +104,13 @@ int rhkv__ensure(rhkv *c);
 
 /*
  * Called for reply i (0-based) of an exchange, with its status and its
- * payload (the rest of the body, which the callback consumes whole). Copies
- * what it keeps: the bytes are the read buffer's. Returns 0, or RHKV_EPROTO
- * for a payload of the wrong shape (the connection is then dropped).
+ * decoded payload. Copies what it keeps: the payload lives until the next
+ * reply is decoded (its bytes are the read buffer's, its objects the
+ * decoder's zone). Returns 0, or RHKV_EPROTO for a payload of the wrong
+ * shape (the connection is then dropped).
  */
 typedef int (*rhkv__reply_fn)(rhkv *c, void *ctx, size_t i, uint32_t status,
-			      struct rhkv__rd *payload);
+			      const msgpack_object *payload);
 
 /*
  * Sends out[0..len) (n requests with ids first_id, first_id + 1, ...) and

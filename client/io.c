@@ -72,9 +72,8 @@ static int consume(struct xfer *x)
 
 	while (x->done < x->n) {
 		size_t avail = c->rlen - c->roff;
-		struct rhkv__rd rd;
-		uint64_t id, status;
-		uint32_t blen, n;
+		struct proto_bin_reply reply;
+		uint32_t blen;
 		int rc;
 
 		switch (proto_bin_frame_len(c->rbuf + c->roff, avail,
@@ -89,21 +88,18 @@ static int consume(struct xfer *x)
 		}
 		if (avail - PROTO_BIN_HEADER < blen)
 			return reserve(c, PROTO_BIN_HEADER + (size_t)blen);
-		rd.p = (const unsigned char *)c->rbuf + c->roff +
-		       PROTO_BIN_HEADER;
-		rd.end = rd.p + blen;
-		if (!rhkv__rd_array(&rd, &n) || n != 3 ||
-		    !rhkv__rd_uint(&rd, &id) || !rhkv__rd_uint(&rd, &status) ||
-		    status > UINT32_MAX)
+		/* the payload lives until the next decode: fn consumes it
+		 * before this loop decodes the next reply */
+		if (proto_bin_decode_reply(&c->dec,
+					   c->rbuf + c->roff + PROTO_BIN_HEADER,
+					   blen, &reply) != PROTO_BIN_OK)
 			return rhkv__drop(c, RHKV_EPROTO, "malformed reply");
-		if (id != x->first_id + x->done)
+		if (reply.id != x->first_id + x->done)
 			return rhkv__drop(
 				c, RHKV_EPROTO, "reply id %llu, expected %llu",
-				(unsigned long long)id,
+				(unsigned long long)reply.id,
 				(unsigned long long)(x->first_id + x->done));
-		rc = x->fn(c, x->ctx, x->done, (uint32_t)status, &rd);
-		if (rc == 0 && rd.p != rd.end)
-			rc = RHKV_EPROTO;
+		rc = x->fn(c, x->ctx, x->done, reply.status, &reply.payload);
 		if (rc != 0)
 			return rhkv__drop(c, rc, "malformed reply payload");
 		c->roff += PROTO_BIN_HEADER + blen;

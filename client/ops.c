@@ -20,7 +20,7 @@ struct one {
 };
 
 static int on_value(rhkv *c, void *ctx, size_t i, uint32_t status,
-		    struct rhkv__rd *payload)
+		    const msgpack_object *payload)
 {
 	struct one *o = ctx;
 	const char *v;
@@ -32,7 +32,7 @@ static int on_value(rhkv *c, void *ctx, size_t i, uint32_t status,
 		o->rc = rhkv__status(c, status, payload);
 		return 0;
 	}
-	if (!rhkv__rd_value(payload, &flags, &v, &n, &cas))
+	if (!rhkv__pl_value(payload, &flags, &v, &n, &cas))
 		return RHKV_EPROTO;
 	if (o->val) {
 		o->val->data = malloc((size_t)n + 1);
@@ -61,29 +61,27 @@ static int on_value(rhkv *c, void *ctx, size_t i, uint32_t status,
 
 /* OK payload: an unsigned number (cas, incr). */
 static int on_number(rhkv *c, void *ctx, size_t i, uint32_t status,
-		     struct rhkv__rd *payload)
+		     const msgpack_object *payload)
 {
 	struct one *o = ctx;
 
 	(void)i;
 	if (status != PROTO_ST_OK)
 		o->rc = rhkv__status(c, status, payload);
-	else if (!rhkv__rd_uint(payload, &o->number))
+	else if (!rhkv__pl_uint(payload, &o->number))
 		return RHKV_EPROTO;
 	return 0;
 }
 
 /* OK payload: nil (anything is accepted). */
 static int on_nil(rhkv *c, void *ctx, size_t i, uint32_t status,
-		  struct rhkv__rd *payload)
+		  const msgpack_object *payload)
 {
 	struct one *o = ctx;
 
 	(void)i;
 	if (status != PROTO_ST_OK)
 		o->rc = rhkv__status(c, status, payload);
-	else if (!rhkv__rd_skip(payload))
-		return RHKV_EPROTO;
 	return 0;
 }
 

@@ -143,7 +143,7 @@ long rhkv_pipeline_touch(rhkv_pipeline *p, const void *key, size_t klen,
 }
 
 static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
-		    struct rhkv__rd *payload)
+		    const msgpack_object *payload)
 {
 	rhkv_pipeline *p = ctx;
 	struct cmd *cmd = &p->cmds[p->sent + i];
@@ -156,7 +156,7 @@ static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
 	}
 	switch (cmd->op) {
 	case PROTO_OP_GET:
-		if (!rhkv__rd_value(payload, &flags, &v, &n, &cmd->val.cas))
+		if (!rhkv__pl_value(payload, &flags, &v, &n, &cmd->val.cas))
 			return RHKV_EPROTO;
 		cmd->val.data = malloc((size_t)n + 1);
 		if (!cmd->val.data) {
@@ -170,12 +170,10 @@ static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
 		break;
 	case PROTO_OP_SET:
 	case PROTO_OP_INCR:
-		if (!rhkv__rd_uint(payload, &cmd->number))
+		if (!rhkv__pl_uint(payload, &cmd->number))
 			return RHKV_EPROTO;
 		break;
-	default:
-		if (!rhkv__rd_skip(payload))
-			return RHKV_EPROTO;
+	default: /* nil: anything is accepted */
 		break;
 	}
 	cmd->rc = 0;

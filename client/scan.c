@@ -18,10 +18,10 @@ struct scan {
 };
 
 static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
-		   struct rhkv__rd *payload)
+		   const msgpack_object *payload)
 {
 	struct scan *s = ctx;
-	struct rhkv__rd r;
+	const msgpack_object *ks;
 	const char *p;
 	uint32_t m, n;
 	size_t bytes;
@@ -32,13 +32,11 @@ static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
 		s->rc = rhkv__status(c, status, payload);
 		return 0;
 	}
-	if (!rhkv__rd_array(payload, &m) || m != 2 ||
-	    !rhkv__rd_uint(payload, &s->next) || !rhkv__rd_array(payload, &m))
+	if (!rhkv__pl_scan(payload, &s->next, &ks, &m))
 		return RHKV_EPROTO;
-	r = *payload;
 	bytes = (size_t)m * sizeof(char *);
 	for (uint32_t k = 0; k < m; k++) {
-		if (!rhkv__rd_bytes(&r, &p, &n))
+		if (!rhkv__pl_bytes(&ks[k], &p, &n))
 			return RHKV_EPROTO;
 		bytes += (size_t)n + 1;
 	}
@@ -47,12 +45,11 @@ static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
 	s->keys = malloc(bytes);
 	if (!s->keys) {
 		s->rc = rhkv__fail(c, RHKV_ENOMEM, "out of memory");
-		*payload = r;
 		return 0;
 	}
 	o = (char *)(s->keys + m);
 	for (uint32_t k = 0; k < m; k++) {
-		rhkv__rd_bytes(payload, &p, &n);
+		rhkv__pl_bytes(&ks[k], &p, &n);
 		memcpy(o, p, n);
 		o[n] = '\0';
 		s->keys[k] = o;
