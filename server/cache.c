@@ -90,6 +90,7 @@ struct cache {
 
 	_Atomic unsigned long evictions, evicted_unfetched, evicted_active;
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;
+	_Atomic unsigned long reclaim_waits; /* grace periods waited for */
 };
 
 /* Unlinked items waiting for one grace period together: no rcu_head in
@@ -377,6 +378,7 @@ static void item_retire(struct cache *c, struct item *it)
  * batch already queued (their grace periods end and callbacks run). */
 static void reclaim_wait(struct cache *c)
 {
+	count(&c->reclaim_waits);
 	cache_thread_flush(c);
 	rhkv_rcu_barrier();
 }
@@ -1173,5 +1175,6 @@ void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain)
 	st->expired_unfetched = load_ul(&c->expired_unfetched);
 	st->reclaimed = load_ul(&c->reclaimed);
 	st->sweep_passes = load_ul(&c->sweep_passes);
+	st->reclaim_waits = load_ul(&c->reclaim_waits);
 	st->longest_chain = chain ? rhashtable_longest_chain(&c->ht) : 0;
 }

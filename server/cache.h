@@ -213,6 +213,7 @@ struct cache_stats {
 	unsigned long evictions, evicted_unfetched, evicted_active;
 	unsigned long expired_unfetched, reclaimed;
 	unsigned long sweep_passes;
+	unsigned long reclaim_waits; /* writers waiting for a grace period */
 	struct rhashtable_stats table;
 	unsigned int longest_chain;
 };

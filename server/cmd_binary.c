@@ -494,56 +494,106 @@ static unsigned int latency_class(uint32_t op)
 	}
 }
 
+/* One frame of the input, decoded. */
+struct frame {
+	enum { F_NEED_MORE, F_CLOSE, F_OK, F_REJECT } kind;
+	uint32_t len; /* of the body */
+	struct proto_bin_req req;
+	uint32_t status; /* F_REJECT: the reply */
+	const char *error;
+};
+
+/* Decodes the frame at p (avail bytes) with the connection's decoder
+ * `slot`; the two decoders let the next frame be decoded ahead while the
+ * current one's request still points into the first. */
+static void decode_frame(struct conn *c, const char *p, size_t avail,
+			 size_t limit, unsigned int slot, struct frame *f)
+{
+	switch (proto_bin_frame_len(p, avail, limit, &f->len)) {
+	case PROTO_BIN_FRAME_NEED_MORE:
+		f->kind = F_NEED_MORE;
+		return;
+	case PROTO_BIN_FRAME_TOO_LARGE:
+		/* Nothing of it is buffered: the connection ends. */
+		f->kind = F_CLOSE;
+		return;
+	case PROTO_BIN_FRAME_OK:
+		break;
+	}
+	if (avail - PROTO_BIN_HEADER < f->len) {
+		f->kind = F_NEED_MORE;
+		return;
+	}
+	switch (proto_bin_decode_request(
+		&c->bin->dec[slot], p + PROTO_BIN_HEADER, f->len,
+		c->w->srv->cfg.max_item_size, &f->req, &f->status, &f->error)) {
+	case PROTO_BIN_OK:
+		f->kind = F_OK;
+		break;
+	case PROTO_BIN_REJECT:
+		f->kind = F_REJECT;
+		break;
+	case PROTO_BIN_FATAL:
+		f->kind = F_CLOSE;
+		break;
+	}
+}
+
 size_t cmd_binary_process(struct conn *c, const char *buf, size_t n)
 {
 	const struct config *cfg = &c->w->srv->cfg;
-	size_t limit = c->authed ? proto_bin_body_limit(cfg->max_item_size)
-				 : CONN_PREAUTH_LIMIT;
 	struct out o = { .c = c, .sb = &c->bin->sb };
 	uint64_t t0 = latency_now_ns(), t1;
+	struct frame fr[2];
+	unsigned int cur = 0;
+	bool ahead = false;
 	size_t off = 0;
 
 	msgpack_packer_init(&o.pk, o.sb, msgpack_sbuffer_write);
 	while (off < n && !c->close_when_done &&
 	       evbuffer_get_length(c->out) + o.sb->size < cfg->output_hwm) {
-		struct proto_bin_req req;
-		const char *error;
-		uint32_t len, status;
+		size_t limit =
+			c->authed ? proto_bin_body_limit(cfg->max_item_size)
+				  : CONN_PREAUTH_LIMIT;
+		struct frame *f = &fr[cur], *nf = &fr[cur ^ 1];
+		size_t next;
 
-		switch (proto_bin_frame_len(buf + off, n - off, limit, &len)) {
-		case PROTO_BIN_FRAME_NEED_MORE:
-			goto done;
-		case PROTO_BIN_FRAME_TOO_LARGE:
-			/* Nothing of it is buffered: the connection ends. */
+		if (!ahead)
+			decode_frame(c, buf + off, n - off, limit, cur, f);
+		ahead = false;
+		if (f->kind == F_NEED_MORE)
+			break;
+		if (f->kind == F_CLOSE) {
 			c->close_when_done = true;
 			off = n;
-			goto done;
-		case PROTO_BIN_FRAME_OK:
 			break;
 		}
-		if (n - off - PROTO_BIN_HEADER < len)
-			break;
-		switch (proto_bin_decode_request(
-			&c->bin->dec, buf + off + PROTO_BIN_HEADER, len,
-			cfg->max_item_size, &req, &status, &error)) {
-		case PROTO_BIN_OK:
-			execute(&o, &req);
+		next = off + PROTO_BIN_HEADER + f->len;
+		/*
+		 * Pipelined batches: decode the next frame now and prefetch
+		 * its key's bucket, so that its lookup does not stall on
+		 * memory (not past an AUTH, which changes the limits).
+		 */
+		if (next < n && f->kind == F_OK && f->req.op != PROTO_OP_AUTH) {
+			decode_frame(c, buf + next, n - next, limit, cur ^ 1,
+				     nf);
+			ahead = true;
+			if (nf->kind == F_OK && nf->req.key.n)
+				cache_prefetch(c->w->srv->cache,
+					       key_of(nf->req.key));
+		}
+		if (f->kind == F_OK) {
+			execute(&o, &f->req);
 			t1 = latency_now_ns();
-			latency_record(&c->w->lat[latency_class(req.op)],
+			latency_record(&c->w->lat[latency_class(f->req.op)],
 				       t1 - t0);
 			t0 = t1;
-			break;
-		case PROTO_BIN_REJECT:
-			reply_simple(&o, req.id, status, error);
-			break;
-		case PROTO_BIN_FATAL:
-			c->close_when_done = true;
-			off = n;
-			goto done;
+		} else {
+			reply_simple(&o, f->req.id, f->status, f->error);
 		}
-		off += PROTO_BIN_HEADER + len;
+		off = next;
+		cur ^= 1;
 	}
-done:
 	out_flush(&o);
 	return off;
 }

@@ -102,7 +102,8 @@ void conn_close(struct conn *c)
 	free(c->rbuf);
 	if (c->bin) {
 		msgpack_sbuffer_destroy(&c->bin->sb);
-		proto_bin_decoder_destroy(&c->bin->dec);
+		proto_bin_decoder_destroy(&c->bin->dec[0]);
+		proto_bin_decoder_destroy(&c->bin->dec[1]);
 		free(c->bin);
 	}
 	if (c->w)
@@ -253,7 +254,8 @@ static bool choose_protocol(struct conn *c)
 	if (!c->bin)
 		return false;
 	msgpack_sbuffer_init(&c->bin->sb);
-	proto_bin_decoder_init(&c->bin->dec);
+	proto_bin_decoder_init(&c->bin->dec[0]);
+	proto_bin_decoder_init(&c->bin->dec[1]);
 	c->proto = CONN_BINARY;
 	return true;
 }

@@ -20,10 +20,11 @@ enum conn_proto {
 	CONN_BINARY,
 };
 
-/* A binary connection's reply buffer and decoder, reused per frame. */
+/* A binary connection's reply buffer and decoders (two: one frame is
+ * decoded ahead of the one executing), reused from frame to frame. */
 struct conn_binary {
 	msgpack_sbuffer sb;
-	struct proto_bin_decoder dec;
+	struct proto_bin_decoder dec[2];
 };
 
 struct conn {

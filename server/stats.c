@@ -200,6 +200,7 @@ static void stats_memory(struct conn *c)
 	stat_u(c, "item_alloc_overhead", cs.bytes - cs.item_data);
 	stat_u(c, "hash_bytes", cs.hash_bytes);
 	stat_u(c, "retired_bytes", cs.retired_bytes);
+	stat_u(c, "reclaim_waits", cs.reclaim_waits);
 	stat_u(c, "conn_buffer_bytes", server_conn_bytes(srv));
 	stat_u(c, "conn_memory_limit", srv->cfg.conn_memory);
 	/* The allocator's view (glibc): in use, and held from the kernel. */
