@@ -338,6 +338,9 @@ def plots(r, p, plotdir, gnuplot, gp):
             if os.path.join(plotdir, n) in ok]
 
 
+KEEP_MARKER = "<!-- hand-written below: compare keeps it -->"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--results", required=True)
@@ -506,8 +509,18 @@ generator (rhkv-bench) shares the machine with the server.""" % (
     doc.append("```")
     doc.append(open(a.commands).read().rstrip())
     doc.append("```")
+    # Hand-written analysis after the marker survives regeneration.
+    kept = ""
+    try:
+        old = open(a.out).read()
+        if KEEP_MARKER in old:
+            kept = old[old.index(KEEP_MARKER):]
+    except OSError:
+        pass
     with open(a.out, "w") as f:
         f.write("\n".join(doc) + "\n")
+        if kept:
+            f.write("\n" + kept)
     print("\nwrote", a.out)
 
 
