@@ -99,6 +99,8 @@ void conn_close(struct conn *c)
 		event_free(c->wev);
 	if (c->out)
 		evbuffer_free(c->out); /* drops references to large items */
+	if (c->mem_in)
+		evbuffer_free(c->mem_in); /* mem_out is the feeder's */
 	free(c->rbuf);
 	if (c->bin) {
 		msgpack_sbuffer_destroy(&c->bin->sb);
@@ -108,7 +110,8 @@ void conn_close(struct conn *c)
 	}
 	if (c->w)
 		account(c, 0);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	atomic_fetch_sub(&w->srv->curr_conns, 1);
 	free(c);
 }
@@ -312,7 +315,10 @@ static bool conn_read(struct conn *c)
 			evbuffer_add_printf(
 				c->out, "SERVER_ERROR out of memory reading "
 					"request\r\n");
-			evbuffer_write(c->out, c->fd);
+			if (c->mem_in)
+				evbuffer_add_buffer(c->mem_out, c->out);
+			else
+				evbuffer_write(c->out, c->fd);
 			return false;
 		}
 		p = realloc(c->rbuf, cap);
@@ -321,7 +327,14 @@ static bool conn_read(struct conn *c)
 		c->rbuf = p;
 		c->rcap = cap;
 	}
-	n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+	if (c->mem_in) {
+		n = evbuffer_remove(c->mem_in, c->rbuf + c->rlen,
+				    c->rcap - c->rlen);
+		if (n == 0)
+			return !c->mem_eof;
+	} else {
+		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+	}
 	if (n == 0)
 		return false;
 	if (n < 0)
@@ -340,7 +353,10 @@ static bool conn_write(struct conn *c)
 
 	if (!before)
 		return true;
-	n = evbuffer_write(c->out, c->fd);
+	if (c->mem_in) /* the peer takes everything at once */
+		n = evbuffer_add_buffer(c->mem_out, c->out) ? -1 : (int)before;
+	else
+		n = evbuffer_write(c->out, c->fd);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	if (n > 0) {
@@ -362,30 +378,32 @@ static void update_events(struct conn *c)
 			 !(pending && conn_memory_full(c));
 
 	if (pending) {
-		event_add(c->wev, NULL);
+		if (c->wev)
+			event_add(c->wev, NULL);
 		if (!c->stalled_since)
 			c->stalled_since = cache_now();
 	} else {
-		event_del(c->wev);
+		if (c->wev)
+			event_del(c->wev);
 		c->stalled_since = 0;
 	}
 	if (want_read == c->read_paused) {
-		if (want_read)
-			event_add(c->rev, NULL);
-		else
-			event_del(c->rev);
+		if (c->rev) {
+			if (want_read)
+				event_add(c->rev, NULL);
+			else
+				event_del(c->rev);
+		}
 		c->read_paused = !want_read;
 	}
 }
 
-static void conn_on_event(evutil_socket_t fd, short what, void *arg)
+/* Reads (when what has EV_READ), runs and writes; false once closed. */
+static bool conn_service(struct conn *c, short what)
 {
-	struct conn *c = arg;
-
-	(void)fd;
 	if ((what & EV_READ) && !conn_read(c)) {
 		conn_close(c);
-		return;
+		return false;
 	}
 	/*
 	 * Also after a write: requests held back by backpressure. When the
@@ -399,7 +417,7 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 		process(c);
 		if (!conn_write(c)) {
 			conn_close(c);
-			return;
+			return false;
 		}
 		if (!c->rlen || c->rlen == before || c->close_when_done ||
 		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm)
@@ -407,10 +425,17 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 	}
 	if (c->close_when_done && !evbuffer_get_length(c->out)) {
 		conn_close(c);
-		return;
+		return false;
 	}
 	account(c, buffer_bytes(c));
 	update_events(c);
+	return true;
+}
+
+static void conn_on_event(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	conn_service(arg, what);
 }
 
 void conn_shutdown(struct conn *c)
@@ -437,4 +462,54 @@ void conn_tick(struct conn *c, int64_t now)
 		log_debug("closing idle connection %d", c->fd);
 		conn_close(c);
 	}
+}
+
+struct conn *conn_new_memory(struct worker *w)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	atomic_fetch_add(&w->srv->curr_conns, 1);
+	if (!c) {
+		atomic_fetch_sub(&w->srv->curr_conns, 1);
+		return NULL;
+	}
+	c->w = w;
+	c->fd = -1;
+	c->rcap = RBUF_INITIAL;
+	c->rbuf = malloc(c->rcap);
+	c->out = evbuffer_new();
+	c->mem_in = evbuffer_new();
+	if (!c->rbuf || !c->out || !c->mem_in) {
+		conn_close(c);
+		return NULL;
+	}
+	c->last_active = cache_now();
+	c->authed = w->srv->cfg.password == NULL;
+	account(c, buffer_bytes(c));
+	c->next = w->conns;
+	if (c->next)
+		c->next->prev = c;
+	w->conns = c;
+	w->nconns++;
+	return c;
+}
+
+bool conn_memory_feed(struct conn *c, const void *p, size_t n, bool eof,
+		      struct evbuffer *replies)
+{
+	bool open = true;
+
+	if (n && evbuffer_add(c->mem_in, p, n))
+		return true;
+	c->mem_eof = eof;
+	c->mem_out = replies; /* written straight there, even as it closes */
+	/* As the event loop would: read while there is input and the
+	 * connection wants it, then once more for what backpressure held. */
+	do {
+		open = conn_service(c, c->read_paused ? EV_WRITE : EV_READ);
+	} while (open &&
+		 (evbuffer_get_length(c->mem_in) || (eof && !c->read_paused)));
+	if (open)
+		c->mem_out = NULL;
+	return open;
 }

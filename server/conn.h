@@ -43,11 +43,28 @@ struct conn {
 	int64_t last_active;	 /* seconds: last byte read or written */
 	int64_t stalled_since;	 /* seconds: output pending, none written */
 	size_t accounted;	 /* buffer bytes counted in srv->conn_bytes */
+	/* The in-memory transport (fd -1, no events): input is taken from
+	 * mem_in, output moved to mem_out (the feeder's buffer, set only
+	 * during conn_memory_feed). For tests and fuzzing. */
+	struct evbuffer *mem_in, *mem_out;
+	bool mem_eof; /* the peer closed its side */
 	struct conn *prev, *next;
 };
 
 /* Takes over fd; NULL (fd closed) when out of memory. */
 struct conn *conn_new(struct worker *w, int fd);
+/*
+ * A connection over the in-memory transport: the whole state machine
+ * (parsing, both protocols, auth, limits, backpressure) without a socket.
+ * conn_memory_feed() gives it bytes as if they had been read, runs it,
+ * and moves its replies to `replies`; it returns false once the
+ * connection has closed (it is then freed). A NULL or empty feed with
+ * eof set is the peer closing its side.
+ */
+struct conn *conn_new_memory(struct worker *w);
+bool conn_memory_feed(struct conn *c, const void *p, size_t n, bool eof,
+		      struct evbuffer *replies);
+
 /* Closes now, dropping pending output. */
 void conn_close(struct conn *c);
 /* Stops reading; closes once the pending output is written. */

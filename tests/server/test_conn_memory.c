@@ -1,0 +1,145 @@
+/*
+ * The connection state machine over the in-memory transport
+ * (conn_new_memory / conn_memory_feed): the same parsing, both protocols,
+ * auth and limits as over a socket, with no socket and no event loop, so
+ * that requests split anywhere give the same replies as whole ones, a
+ * quit or a fatal frame closes, and a peer's EOF closes. Also what the
+ * connection fuzz target (tests/fuzz/fuzz_conn.c) builds on.
+ */
+#include <criterion/criterion.h>
+#include <event2/buffer.h>
+#include <string.h>
+
+#include "common/rcu.h"
+#include "server/conn.h"
+#include "server/server.h"
+
+static struct server srv;
+static struct worker w;
+static struct evbuffer *replies;
+
+static void setup(void)
+{
+	char *argv[] = { "rhkvd", NULL };
+
+	rhkv_rcu_register_thread();
+	cr_assert_eq(config_parse(&srv.cfg, 1, argv), 0);
+	srv.cache = cache_create(1, 16u << 20);
+	cr_assert_not_null(srv.cache);
+	pthread_mutex_init(&srv.stats_lock, NULL);
+	w.srv = &srv;
+	w.lat = calloc(LAT_NCLASSES, sizeof(*w.lat));
+	srv.workers = &w;
+	srv.nworkers = 1;
+	replies = evbuffer_new();
+	cr_assert(w.lat && replies);
+}
+
+static void teardown(void)
+{
+	while (w.conns)
+		conn_close(w.conns);
+	cache_thread_flush(srv.cache);
+	cache_destroy(srv.cache);
+	evbuffer_free(replies);
+	free(w.lat);
+	pthread_mutex_destroy(&srv.stats_lock);
+	rhkv_rcu_unregister_thread();
+}
+
+TestSuite(conn_memory, .init = setup, .fini = teardown, .timeout = 60);
+
+/* The replies so far, as a string (then emptied). */
+static char *take(void)
+{
+	static char buf[65536];
+	size_t n = evbuffer_get_length(replies);
+
+	cr_assert_lt(n, sizeof(buf));
+	evbuffer_remove(replies, buf, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+static const char script[] = "set a 0 0 5\r\nhello\r\n"
+			     "get a b\r\n"
+			     "incr n 1\r\n"
+			     "set n 0 0 1\r\n7\r\n"
+			     "incr n 5\r\n"
+			     "delete a\r\n"
+			     "get a\r\n";
+static const char answers[] = "STORED\r\n"
+			      "VALUE a 0 5\r\nhello\r\nEND\r\n"
+			      "NOT_FOUND\r\n"
+			      "STORED\r\n"
+			      "12\r\n"
+			      "DELETED\r\n"
+			      "END\r\n";
+
+Test(conn_memory, whole_and_split_give_the_same_replies)
+{
+	struct conn *c = conn_new_memory(&w);
+
+	cr_assert_not_null(c);
+	cr_assert(conn_memory_feed(c, script, sizeof(script) - 1, false,
+				   replies));
+	cr_assert_str_eq(take(), answers);
+	/* Byte by byte, on a new connection, with a clean slate. */
+	cr_assert(conn_memory_feed(c, "flush_all\r\n", 11, false, replies));
+	cr_assert_str_eq(take(), "OK\r\n");
+	for (size_t i = 0; i < sizeof(script) - 1; i++)
+		cr_assert(conn_memory_feed(c, script + i, 1, false, replies));
+	cr_assert_str_eq(take(), answers);
+}
+
+Test(conn_memory, quit_and_eof_close)
+{
+	struct conn *c = conn_new_memory(&w);
+
+	cr_assert_eq(conn_memory_feed(c, "version\r\nquit\r\nget a\r\n", 22,
+				      false, replies),
+		     false, "open after quit");
+	cr_assert_str_eq(take(), "VERSION " RHKV_VERSION "\r\n");
+	cr_assert_eq(w.nconns, 0);
+	c = conn_new_memory(&w);
+	cr_assert(conn_memory_feed(c, "get a", 5, false, replies));
+	cr_assert_eq(conn_memory_feed(c, NULL, 0, true, replies), false,
+		     "open after EOF");
+	cr_assert_eq(atomic_load(&srv.curr_conns), 0);
+}
+
+Test(conn_memory, binary_frames_and_a_fatal_one)
+{
+	/* [19, 5]: NOOP id 5 -> [5, 0, nil]; then a nil body: no id. */
+	static const char in[] = "\0\0\0\x03\x92\x13\x05"
+				 "\0\0\0\x01\xc0";
+	struct conn *c = conn_new_memory(&w);
+	char *out;
+
+	cr_assert_eq(conn_memory_feed(c, in, sizeof(in) - 1, false, replies),
+		     false, "open after a frame without an id");
+	cr_assert_eq(evbuffer_get_length(replies), 8, "%zu bytes of replies",
+		     evbuffer_get_length(replies));
+	out = take();
+	cr_assert_eq(memcmp(out, "\0\0\0\x04\x93\x05\x00\xc0", 8), 0,
+		     "%02x %02x %02x %02x %02x %02x %02x %02x",
+		     (unsigned char)out[0], (unsigned char)out[1],
+		     (unsigned char)out[2], (unsigned char)out[3],
+		     (unsigned char)out[4], (unsigned char)out[5],
+		     (unsigned char)out[6], (unsigned char)out[7]);
+}
+
+Test(conn_memory, password_gates_commands)
+{
+	struct conn *c;
+
+	srv.cfg.password = "pw";
+	srv.cfg.password_len = 2;
+	c = conn_new_memory(&w);
+	cr_assert(conn_memory_feed(c, "get a\r\nauth pw\r\nget a\r\n", 23,
+				   false, replies));
+	cr_assert_str_eq(take(), "CLIENT_ERROR authentication required\r\n"
+				 "OK\r\nEND\r\n");
+	conn_close(c);
+	srv.cfg.password = NULL;
+}
