@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -137,4 +138,47 @@ Test(conn, connect_failures)
 	cr_assert_eq(rhkv_connect(&c, "127.0.0.1", 1, &o), RHKV_EINVAL);
 	cr_assert_eq(rhkv_ping(c), RHKV_EINVAL);
 	cr_assert_str_eq(rhkv_strerror(RHKV_ENOTFOUND), "not found");
+}
+
+/* A server with a password: the option authenticates each (re)connection;
+ * without it, or with a wrong one, calls fail with RHKV_EAUTH. */
+Test(conn, password)
+{
+	char path[] = "/tmp/rhkv-pw-XXXXXX";
+	int fd = mkstemp(path);
+	const char *extra[] = { "--auth-file", path, NULL };
+	struct rhkv_options o;
+	struct rhkv_value v;
+	int rc;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "letmein\n", 8), 8);
+	close(fd);
+	cr_assert_eq(srv_start(&srv, extra), 0);
+	unlink(path);
+
+	rhkv_options_init(&o);
+	o.password = "letmein";
+	cr_assert_eq(rhkv_connect(&c, "127.0.0.1", srv.port, &o), 0, "%s",
+		     rhkv_errstr(c));
+	cr_assert_eq(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL), 0, "%s",
+		     rhkv_errstr(c));
+	cr_assert_eq(rhkv_get(c, "k", 1, &v), 0);
+	rhkv_value_free(&v);
+	rhkv_close(c);
+	c = NULL;
+
+	rhkv_options_init(&o);
+	rc = rhkv_connect(&c, "127.0.0.1", srv.port, &o);
+	if (rc == 0)
+		rc = rhkv_get(c, "k", 1, &v);
+	cr_assert_eq(rc, RHKV_EAUTH, "no password: %s", rhkv_strerror(rc));
+	rhkv_close(c);
+	c = NULL;
+
+	o.password = "wrong";
+	rc = rhkv_connect(&c, "127.0.0.1", srv.port, &o);
+	if (rc == 0)
+		rc = rhkv_get(c, "k", 1, &v);
+	cr_assert_eq(rc, RHKV_EAUTH, "wrong password: %s", rhkv_strerror(rc));
 }
