@@ -31,7 +31,8 @@ static const char usage[] =
 	"1m)\n"
 	"  -u, --user=USER            drop privileges to USER after binding\n"
 	"  -U, --udp-port=0           accepted for compatibility; no UDP\n"
-	"      --idle-timeout=SECS    close idle connections (default 0: off)\n"
+	"      --idle-timeout=SECS    close connections that complete no\n"
+	"                             request for SECS (default 300; 0: off)\n"
 	"      --stall-timeout=SECS   close connections whose output does not\n"
 	"                             drain (default 30)\n"
 	"      --output-limit=SIZE    pending output before reads pause\n"
@@ -141,6 +142,7 @@ static void defaults(struct config *cfg)
 	cfg->conn_limit = 1024;
 	cfg->max_item_size = 1 << 20;
 	cfg->stall_timeout = 30;
+	cfg->idle_timeout = 300;
 	cfg->output_hwm = 1 << 20;
 	cfg->metrics_listen = "127.0.0.1";
 }

@@ -281,6 +281,7 @@ static void process(struct conn *c)
 	if (off) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
+		c->last_active = cache_now(); /* a whole request arrived */
 	}
 	/* A big value has gone through: give its buffer back. */
 	if (c->rlen <= RBUF_INITIAL / 2 && c->rcap > RBUF_INITIAL) {
@@ -339,8 +340,9 @@ static bool conn_read(struct conn *c)
 		return false;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
+	/* Bytes alone do not count as activity (last_active): a client
+	 * trickling a request that never completes is idle (slowloris). */
 	c->rlen += (size_t)n;
-	c->last_active = cache_now();
 	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
 	return true;
 }

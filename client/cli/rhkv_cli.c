@@ -725,6 +725,10 @@ static void usage(FILE *f)
 		"  -r, --raw           values as raw bytes, numbers bare, no "
 		"decoration\n"
 		"      --pattern GLOB  default glob for scan\n"
+		"      --auth-file F   authenticate with the password on F's "
+		"first\n"
+		"                      line (default: $RHKV_AUTH_FILE, if "
+		"set)\n"
 		"      --help          this text\n"
 		"      --version       rhkv-cli's version\n"
 		"\n"
@@ -738,6 +742,33 @@ static void usage(FILE *f)
 		"lists\n"
 		"the commands.\n",
 		DEFAULT_HOST, DEFAULT_PORT);
+}
+
+/* The password on path's first line (a file, so that it never shows in
+ * the process list); NULL after printing why. */
+static char *read_password(const char *path)
+{
+	static char pw[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f) {
+		fprintf(stderr, "rhkv-cli: cannot read '%s': %s\n", path,
+			strerror(errno));
+		return NULL;
+	}
+	n = fread(pw, 1, sizeof(pw) - 1, f);
+	fclose(f);
+	pw[n] = '\0';
+	pw[strcspn(pw, "\r\n")] = '\0';
+	if (!*pw) {
+		fprintf(stderr,
+			"rhkv-cli: no password on the first line of "
+			"'%s'\n",
+			path);
+		return NULL;
+	}
+	return pw;
 }
 
 static int parse_int_opt(const char *s, long min, long max, long *out)
@@ -755,18 +786,20 @@ static int parse_int_opt(const char *s, long min, long max, long *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_PATTERN = 256, OPT_HELP, OPT_VERSION };
+	enum { OPT_PATTERN = 256, OPT_HELP, OPT_VERSION, OPT_AUTH_FILE };
 	static const struct option longopts[] = {
 		{ "host", required_argument, NULL, 'h' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "pattern", required_argument, NULL, OPT_PATTERN },
+		{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli cl = { .host = DEFAULT_HOST, .port = DEFAULT_PORT };
+	const char *auth_file = getenv("RHKV_AUTH_FILE");
 	int opt, rc;
 	long v;
 
@@ -802,6 +835,9 @@ int main(int argc, char **argv)
 		case 'r':
 			cl.raw = 1;
 			break;
+		case OPT_AUTH_FILE:
+			auth_file = optarg;
+			break;
 		case OPT_PATTERN:
 			cl.pattern = optarg;
 			break;
@@ -817,6 +853,9 @@ int main(int argc, char **argv)
 			return EX_USAGE_;
 		}
 	}
+	if (auth_file && *auth_file &&
+	    !(cl.o.password = read_password(auth_file)))
+		return EX_USAGE_;
 
 	if (optind < argc) {
 		int n = argc - optind;

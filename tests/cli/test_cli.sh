@@ -384,6 +384,24 @@ if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
 EOF
 [ $? = 0 ] && ok || bad "interactive EOF without HOME"
 
+# ---- a server with a password: --auth-file, RHKV_AUTH_FILE ----
+stop_server
+printf 'pa55word\n' >"$tmp/pw"
+port=$(free_port)
+"$server" -p "$port" -l 127.0.0.1 -t 2 --auth-file "$tmp/pw" \
+	>>"$tmp/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+	"$cli" -p "$port" --auth-file "$tmp/pw" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
+expect_err auth-missing 1 "AUTH" ping
+expect auth-file 0 $'PONG\n' --auth-file "$tmp/pw" ping
+RHKV_AUTH_FILE=$tmp/pw expect_re auth-env 0 '^STORED' set k v
+printf 'nope\n' >"$tmp/bad"
+expect_err auth-wrong 1 "AUTH" --auth-file "$tmp/bad" ping
+expect_err auth-no-file 64 "cannot read" --auth-file "$tmp/none" ping
+
 if [ "$failed" != 0 ]; then
 	echo "--- server log" >&2
 	cat "$tmp/server.log" >&2
