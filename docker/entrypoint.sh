@@ -1,0 +1,43 @@
+#!/bin/sh
+# The container's entrypoint: runs rhkvd with flags from the command line
+# and from RHKV_* environment variables, or any other command given.
+#
+#   (no arguments) or `rhkvd ...`  rhkvd [env flags] [...]
+#   -x ...                          rhkvd [env flags] -x ...
+#   anything else                   run as given (rhkv-cli, sh, ...)
+#
+# Environment (each optional): RHKV_LISTEN (default 0.0.0.0), RHKV_PORT,
+# RHKV_MEMORY (MiB), RHKV_THREADS, RHKV_CONN_LIMIT, RHKV_MAX_ITEM_SIZE,
+# RHKV_IDLE_TIMEOUT, RHKV_METRICS_PORT, RHKV_VERBOSE=1|2,
+# RHKV_NO_PROTECTED_MODE=1, and RHKV_AUTH_FILE (read by rhkvd itself).
+# Listening on 0.0.0.0 needs a password (RHKV_AUTH_FILE) or the explicit
+# opt-out RHKV_NO_PROTECTED_MODE=1: rhkvd refuses to start otherwise.
+set -eu
+
+RHKVD=${RHKVD:-/usr/local/bin/rhkvd}
+
+if [ $# -gt 0 ] && [ "$1" = rhkvd ]; then
+	shift
+elif [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+	exec "$@"
+fi
+
+# Flags from the environment come first, so that arguments override them.
+set -- -l "${RHKV_LISTEN:-0.0.0.0}" "$@"
+[ -n "${RHKV_PORT:-}" ] && set -- -p "$RHKV_PORT" "$@"
+[ -n "${RHKV_MEMORY:-}" ] && set -- -m "$RHKV_MEMORY" "$@"
+[ -n "${RHKV_THREADS:-}" ] && set -- -t "$RHKV_THREADS" "$@"
+[ -n "${RHKV_CONN_LIMIT:-}" ] && set -- -c "$RHKV_CONN_LIMIT" "$@"
+[ -n "${RHKV_MAX_ITEM_SIZE:-}" ] && set -- -I "$RHKV_MAX_ITEM_SIZE" "$@"
+[ -n "${RHKV_IDLE_TIMEOUT:-}" ] &&
+	set -- --idle-timeout "$RHKV_IDLE_TIMEOUT" "$@"
+[ -n "${RHKV_METRICS_PORT:-}" ] &&
+	set -- --metrics-port "$RHKV_METRICS_PORT" "$@"
+case ${RHKV_VERBOSE:-} in
+1) set -- -v "$@" ;;
+2) set -- -vv "$@" ;;
+esac
+case ${RHKV_NO_PROTECTED_MODE:-} in
+1 | yes | true) set -- --no-protected-mode "$@" ;;
+esac
+exec "$RHKVD" "$@"
