@@ -331,13 +331,17 @@ static bool conn_read(struct conn *c)
 	if (c->mem_in) {
 		n = evbuffer_remove(c->mem_in, c->rbuf + c->rlen,
 				    c->rcap - c->rlen);
-		if (n == 0)
-			return !c->mem_eof;
+		if (n == 0 && !c->mem_eof)
+			return true;
 	} else {
 		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
 	}
-	if (n == 0)
-		return false;
+	if (n == 0) {
+		/* The peer closed its side (or half-closed): no more input,
+		 * but the requests already here are answered in full. */
+		c->peer_eof = true;
+		return true;
+	}
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	/* Bytes alone do not count as activity (last_active): a client
@@ -375,7 +379,7 @@ static void update_events(struct conn *c)
 	size_t pending = evbuffer_get_length(c->out);
 	/* Past --conn-memory, connections with replies pending wait for
 	 * them to drain before they may add more. */
-	bool want_read = !c->close_when_done &&
+	bool want_read = !c->close_when_done && !c->peer_eof &&
 			 pending < c->w->srv->cfg.output_hwm &&
 			 !(pending && conn_memory_full(c));
 
@@ -425,7 +429,10 @@ static bool conn_service(struct conn *c, short what)
 		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm)
 			break;
 	}
-	if (c->close_when_done && !evbuffer_get_length(c->out)) {
+	/* Closing waits for the output to drain; after the peer's EOF, what
+	 * is left in the input is an incomplete request (or none). */
+	if ((c->close_when_done || c->peer_eof) &&
+	    !evbuffer_get_length(c->out)) {
 		conn_close(c);
 		return false;
 	}
