@@ -23,7 +23,15 @@ elif [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
 fi
 
 # Flags from the environment come first, so that arguments override them.
-set -- -l "${RHKV_LISTEN:-0.0.0.0}" "$@"
+# The listen address too, unless the arguments give one (rhkvd binds every
+# -l it gets, and the same address twice fails).
+listen_given=
+for a in "$@"; do
+	case $a in
+	-l | -l* | --listen | --listen=*) listen_given=1 ;;
+	esac
+done
+[ -n "$listen_given" ] || set -- -l "${RHKV_LISTEN:-0.0.0.0}" "$@"
 [ -n "${RHKV_PORT:-}" ] && set -- -p "$RHKV_PORT" "$@"
 [ -n "${RHKV_MEMORY:-}" ] && set -- -m "$RHKV_MEMORY" "$@"
 [ -n "${RHKV_THREADS:-}" ] && set -- -t "$RHKV_THREADS" "$@"

@@ -44,6 +44,8 @@ check env-all '--no-protected-mode|-v|--metrics-port|9150|--idle-timeout|60|-I|2
 	RHKV_IDLE_TIMEOUT=60 RHKV_METRICS_PORT=9150 RHKV_VERBOSE=1 \
 	RHKV_NO_PROTECTED_MODE=1 --
 check opt-out-false '-l|0.0.0.0|' RHKV_NO_PROTECTED_MODE=0 --
+check listen-in-args '-l|127.0.0.1|-p|5|' -- -l 127.0.0.1 -p 5
+check listen-long '--listen=::1|' RHKV_LISTEN=10.0.0.1 -- --listen=::1
 check other-command 'hello' -- echo hello
 check empty-env-ignored '-l|0.0.0.0|' RHKV_PORT= RHKV_MEMORY= --
 
