@@ -9,6 +9,7 @@
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -404,9 +405,52 @@ static void update_events(struct conn *c)
 	}
 }
 
+/* How long a finished connection waits for the peer's EOF. */
+#define LINGER_S 2
+
+/*
+ * Ends a connection whose replies have all been written. A plain close()
+ * with unread input makes the kernel send a reset, which throws away the
+ * replies still in the socket's send queue: so first shut down our side
+ * (the peer reads every reply, then EOF), discard what the peer still
+ * sends, and close on its EOF or after LINGER_S. Returns false once closed.
+ */
+static bool conn_finish(struct conn *c)
+{
+	if (c->fd < 0 || c->peer_eof || shutdown(c->fd, SHUT_WR)) {
+		conn_close(c);
+		return false;
+	}
+	c->lingering = true;
+	c->linger_since = cache_now();
+	c->rlen = 0;
+	if (c->wev)
+		event_del(c->wev);
+	if (c->read_paused && c->rev)
+		event_add(c->rev, NULL);
+	c->read_paused = false;
+	return true;
+}
+
+/* A lingering connection: discards input until the peer's EOF. */
+static bool conn_drain_input(struct conn *c)
+{
+	char sink[4096];
+	ssize_t n;
+
+	while ((n = read(c->fd, sink, sizeof(sink))) > 0)
+		;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	conn_close(c);
+	return false;
+}
+
 /* Reads (when what has EV_READ), runs and writes; false once closed. */
 static bool conn_service(struct conn *c, short what)
 {
+	if (c->lingering)
+		return conn_drain_input(c);
 	if ((what & EV_READ) && !conn_read(c)) {
 		conn_close(c);
 		return false;
@@ -431,11 +475,8 @@ static bool conn_service(struct conn *c, short what)
 	}
 	/* Closing waits for the output to drain; after the peer's EOF, what
 	 * is left in the input is an incomplete request (or none). */
-	if ((c->close_when_done || c->peer_eof) &&
-	    !evbuffer_get_length(c->out)) {
-		conn_close(c);
-		return false;
-	}
+	if ((c->close_when_done || c->peer_eof) && !evbuffer_get_length(c->out))
+		return conn_finish(c);
 	account(c, buffer_bytes(c));
 	update_events(c);
 	return true;
@@ -449,9 +490,11 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 
 void conn_shutdown(struct conn *c)
 {
+	if (c->lingering)
+		return;
 	c->close_when_done = true;
 	if (!evbuffer_get_length(c->out)) {
-		conn_close(c);
+		conn_finish(c);
 		return;
 	}
 	update_events(c);
@@ -461,6 +504,11 @@ void conn_tick(struct conn *c, int64_t now)
 {
 	const struct config *cfg = &c->w->srv->cfg;
 
+	if (c->lingering) {
+		if (now - c->linger_since >= LINGER_S)
+			conn_close(c);
+		return;
+	}
 	if (c->stalled_since && now - c->stalled_since >= cfg->stall_timeout) {
 		log_info("closing connection %d: output stalled %d s", c->fd,
 			 cfg->stall_timeout);

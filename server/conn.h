@@ -39,6 +39,8 @@ struct conn {
 	uint64_t swallow;	 /* bytes of a too-large value to discard */
 	bool close_when_done;	 /* quit, line too long, shutdown */
 	bool read_paused;	 /* backpressure */
+	bool lingering;		 /* replies all sent, waiting for the EOF */
+	int64_t linger_since;	 /* seconds */
 	bool peer_eof;		 /* read 0: answer what is here, then close */
 	bool authed;		 /* no password set, or auth succeeded */
 	int64_t last_active;	 /* seconds: last byte read or written */
