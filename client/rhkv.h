@@ -216,6 +216,98 @@ rhkv_scan_iter *rhkv_scan_begin(rhkv *c, const char *match, unsigned int count);
 int rhkv_scan_next(rhkv_scan_iter *it, const char **key, size_t *klen);
 void rhkv_scan_end(rhkv_scan_iter *it);
 
+/* ---- clusters: consistent hashing over several servers ---- */
+
+/*
+ * A cluster spreads keys over several servers with a ketama ring (MD5
+ * points, clockwise search) built the way libmemcached builds its own, so
+ * that librhkv and libmemcached pick the same server for every key when
+ * given the same servers (same host strings, ports, weights and order):
+ *
+ *   RHKV_KETAMA_WEIGHTED (the default) is libmemcached with
+ *     MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED = 1: each server gets
+ *     floor(weight / total_weight * 40 * servers) MD5 digests of
+ *     "host:port-N" (N from 0; "host-N" when port is 11211), each digest
+ *     4 points (its bytes 4i..4i+3, little-endian): 160 points per server
+ *     when the weights are equal.
+ *   RHKV_KETAMA_PLAIN is libmemcached with MEMCACHED_BEHAVIOR_DISTRIBUTION
+ *     = MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA and MEMCACHED_BEHAVIOR_HASH
+ *     = MEMCACHED_HASH_MD5 (not weighted): 100 points per server, one per
+ *     digest (bytes 0..3); weights are ignored.
+ *
+ * A key's hash is the first 4 bytes of MD5(key), little-endian; its server
+ * owns the first point at or above it, wrapping to the lowest point.
+ *
+ * A proxy's ring (twemproxy/nutcracker's ketama) is not this one: it
+ * hashes other names (its configured server names) and need not place
+ * the same number of points per server. Reach a tier of servers either
+ * through the proxy or directly with a cluster, never both, or the two
+ * will put the same key on different servers.
+ *
+ * Failures: a server that cannot be connected, or on which a call of the
+ * cluster fails with RHKV_ECONN or RHKV_ETIMEDOUT, is marked dead for the
+ * retry interval (default 2000 ms). While dead its points are skipped (the
+ * key goes to the next point clockwise that belongs to a live server), so
+ * only its keys move, and only while it is dead; the ring is never rebuilt
+ * (libmemcached's auto-eject rebuilds it, which with unequal weights moves
+ * other keys too). After the interval the server is tried again. A call
+ * that failed is not repeated on another server (it may have taken
+ * effect); a connection that could not be made sent nothing, so pick goes
+ * on to the next server then.
+ *
+ * Threads: like a handle, a cluster (and the handles it gives out) is used
+ * by one thread at a time.
+ */
+typedef struct rhkv_cluster rhkv_cluster;
+
+enum rhkv_ketama {
+	RHKV_KETAMA_WEIGHTED = 0, /* libmemcached KETAMA_WEIGHTED (default) */
+	RHKV_KETAMA_PLAIN = 1,	  /* libmemcached CONSISTENT_KETAMA + MD5 */
+};
+
+/* An empty cluster; o (may be NULL: defaults) applies to every server's
+ * handle (copied, password included). 0, RHKV_EINVAL or RHKV_ENOMEM. */
+int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o);
+/* Adds host:port with weight (0 counts as 1, as in libmemcached); nothing
+ * connects until a key picks it. Adding a server moves about 1/n of the
+ * keys to it. 0, RHKV_EINVAL or RHKV_ENOMEM. */
+int rhkv_cluster_add(rhkv_cluster *cl, const char *host, int port,
+		     unsigned int weight);
+/* How long a failed server is skipped, in milliseconds (default 2000; 0:
+ * retried on the next call), counted from its last failure; applies at
+ * once, to servers already skipped too. 0 or RHKV_EINVAL. */
+int rhkv_cluster_set_retry(rhkv_cluster *cl, int retry_ms);
+/* The ring's layout: an enum rhkv_ketama. 0 or RHKV_EINVAL. */
+int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode);
+/*
+ * The handle of the live server that owns key, connected (lazily, once);
+ * valid until rhkv_cluster_free(). NULL when no server is alive or none
+ * was added (rhkv_cluster_errstr() tells). After a call on it fails, pass
+ * the error to rhkv_cluster_failed() so that a lost server is skipped.
+ */
+rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen);
+/* Marks c's server dead for the retry interval when err is RHKV_ECONN or
+ * RHKV_ETIMEDOUT; other errors (and handles not of cl) are ignored. */
+void rhkv_cluster_failed(rhkv_cluster *cl, rhkv *c, int err);
+/* The server that owns key now (skipping dead ones), without connecting:
+ * its host into host[cap] and its port into *port (either may be NULL
+ * with cap 0). 0, RHKV_ECONN (none alive), RHKV_ERANGE (cap too small) or
+ * RHKV_EINVAL (no servers). */
+int rhkv_cluster_server_of(rhkv_cluster *cl, const void *key, size_t klen,
+			   char *host, size_t cap, int *port);
+/* rhkv_get, rhkv_set and rhkv_delete on the key's server (picked as by
+ * rhkv_cluster_pick; RHKV_ECONN when none is alive). */
+int rhkv_cluster_get(rhkv_cluster *cl, const void *key, size_t klen,
+		     struct rhkv_value *out);
+int rhkv_cluster_set(rhkv_cluster *cl, const void *key, size_t klen,
+		     const void *val, size_t vlen, uint32_t flags,
+		     int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_delete(rhkv_cluster *cl, const void *key, size_t klen);
+/* The cluster's last failure in words ("" when none). */
+const char *rhkv_cluster_errstr(const rhkv_cluster *cl);
+/* Closes every server's handle and frees cl (NULL is fine). */
+void rhkv_cluster_free(rhkv_cluster *cl);
+
 #ifdef __cplusplus
 }
 #endif

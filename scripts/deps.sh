@@ -9,7 +9,7 @@ packages=(
 	meson ninja-build pkg-config gcc clang-format clang libclang-rt-14-dev
 	libevent-dev liburcu-dev libmsgpack-dev libcriterion-dev libedit-dev
 	netcat-openbsd
-	memcached libmemcached-tools python3-pymemcache nutcracker
+	memcached libmemcached-tools libmemcached-dev python3-pymemcache nutcracker
 )
 
 missing=()

@@ -1,0 +1,435 @@
+/*
+ * rhkv_cluster: its MD5 against RFC 1321's test vectors; its ketama ring
+ * against libmemcached's (the Debian libmemcached, linked only here: the
+ * server of 10,000 keys, equal and unequal weights, port 11211 or not,
+ * weighted and plain ketama); and a live cluster of three rhkvd nodes that
+ * loses one (only its keys move) and gets it back.
+ */
+#include <criterion/criterion.h>
+#include <libmemcached/memcached.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "md5.h"
+#include "util.h"
+
+#define NKEYS 10000
+
+static void live_fini(void);
+
+TestSuite(cluster, .fini = live_fini, .timeout = 90);
+
+Test(cluster, md5_rfc1321)
+{
+	static const char *const vec[][2] = {
+		{ "", "d41d8cd98f00b204e9800998ecf8427e" },
+		{ "a", "0cc175b9c0f1b6a831c399e269772661" },
+		{ "abc", "900150983cd24fb0d6963f7d28e17f72" },
+		{ "message digest", "f96b697d7cb7938d525a2f31aaf161d0" },
+		{ "abcdefghijklmnopqrstuvwxyz",
+		  "c3fcd3d76192e4007dfb496cca67e13b" },
+		{ "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		  "0123456789",
+		  "d174ab98d277d9f5a5611c2c9f419d9f" },
+		{ "1234567890123456789012345678901234567890123456789012345678"
+		  "9012345678901234567890",
+		  "57edf4a22be3c955ac49da2e2107b67a" },
+	};
+
+	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		size_t n = strlen(vec[i][0]);
+		unsigned char d[16];
+		char hex[33];
+		struct rhkv__md5 m;
+
+		rhkv__md5(vec[i][0], n, d);
+		for (int j = 0; j < 16; j++)
+			sprintf(hex + 2 * j, "%02x", d[j]);
+		cr_expect_str_eq(hex, vec[i][1], "MD5(\"%s\")", vec[i][0]);
+		/* the same fed a byte at a time */
+		rhkv__md5_init(&m);
+		for (size_t j = 0; j < n; j++)
+			rhkv__md5_update(&m, vec[i][0] + j, 1);
+		rhkv__md5_final(&m, d);
+		for (int j = 0; j < 16; j++)
+			sprintf(hex + 2 * j, "%02x", d[j]);
+		cr_expect_str_eq(hex, vec[i][1], "MD5(\"%s\") bytewise",
+				 vec[i][0]);
+	}
+}
+
+struct server {
+	const char *host;
+	int port;
+	unsigned int weight;
+};
+
+static void key_of(int i, char *buf, size_t cap)
+{
+	/* a few shapes, so that lengths vary */
+	switch (i % 3) {
+	case 0:
+		snprintf(buf, cap, "key:%d", i);
+		break;
+	case 1:
+		snprintf(buf, cap, "user/%08x/session",
+			 (unsigned)i * 2654435761u);
+		break;
+	default:
+		snprintf(buf, cap, "%d", i);
+		break;
+	}
+}
+
+/* Every key's server, librhkv's and libmemcached's, for the servers. */
+static void compare(const struct server *sv, size_t n, int mode)
+{
+	memcached_st *memc = memcached_create(NULL);
+	rhkv_cluster *cl;
+	int differ = 0;
+
+	cr_assert(memc);
+	cr_assert_eq(rhkv_cluster_new(&cl, NULL), 0);
+	cr_assert_eq(rhkv_cluster_set_ketama(cl, mode), 0);
+	if (mode == RHKV_KETAMA_WEIGHTED) {
+		cr_assert_eq(
+			memcached_behavior_set(
+				memc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1),
+			MEMCACHED_SUCCESS);
+	} else {
+		cr_assert_eq(memcached_behavior_set(
+				     memc, MEMCACHED_BEHAVIOR_DISTRIBUTION,
+				     MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA),
+			     MEMCACHED_SUCCESS);
+		cr_assert_eq(memcached_behavior_set(memc,
+						    MEMCACHED_BEHAVIOR_HASH,
+						    MEMCACHED_HASH_MD5),
+			     MEMCACHED_SUCCESS);
+	}
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(memcached_server_add_with_weight(
+				     memc, sv[i].host, (in_port_t)sv[i].port,
+				     sv[i].weight),
+			     MEMCACHED_SUCCESS);
+		cr_assert_eq(rhkv_cluster_add(cl, sv[i].host, sv[i].port,
+					      sv[i].weight),
+			     0);
+	}
+	for (int i = 0; i < NKEYS; i++) {
+		char key[64], host[64];
+		const memcached_instance_st *in;
+		uint32_t idx;
+		int port;
+
+		key_of(i, key, sizeof(key));
+		idx = memcached_generate_hash(memc, key, strlen(key));
+		in = memcached_server_instance_by_position(memc, idx);
+		cr_assert(in);
+		cr_assert_eq(rhkv_cluster_server_of(cl, key, strlen(key), host,
+						    sizeof(host), &port),
+			     0);
+		if (port != memcached_server_port(in) ||
+		    strcmp(host, memcached_server_name(in)) != 0) {
+			if (differ++ < 5)
+				cr_log_error("%s: librhkv %s:%d, libmemcached "
+					     "%s:%d",
+					     key, host, port,
+					     memcached_server_name(in),
+					     (int)memcached_server_port(in));
+		}
+	}
+	cr_expect_eq(differ, 0, "%d of %d keys on another server", differ,
+		     NKEYS);
+	rhkv_cluster_free(cl);
+	memcached_free(memc);
+}
+
+Test(cluster, ketama_equal_weights)
+{
+	static const struct server sv[] = {
+		{ "127.0.0.1", 22121, 1 },
+		{ "127.0.0.1", 22122, 1 },
+		{ "127.0.0.1", 22123, 1 },
+	};
+
+	compare(sv, 3, RHKV_KETAMA_WEIGHTED);
+}
+
+Test(cluster, ketama_weights_1_2_3)
+{
+	static const struct server sv[] = {
+		{ "127.0.0.1", 22121, 1 },
+		{ "127.0.0.1", 22122, 2 },
+		{ "127.0.0.1", 22123, 3 },
+	};
+
+	compare(sv, 3, RHKV_KETAMA_WEIGHTED);
+}
+
+/* shares that are not whole in float: 1/15 * 40 * 5, ... */
+Test(cluster, ketama_weights_five)
+{
+	static const struct server sv[] = {
+		{ "10.0.0.1", 11211, 1 }, { "10.0.0.2", 11211, 2 },
+		{ "10.0.0.3", 11211, 3 }, { "10.0.0.4", 11211, 4 },
+		{ "10.0.0.5", 11211, 5 },
+	};
+
+	compare(sv, 5, RHKV_KETAMA_WEIGHTED);
+}
+
+/* port 11211 is left out of the hashed name ("host-N") */
+Test(cluster, ketama_default_port)
+{
+	static const struct server sv[] = {
+		{ "127.0.0.1", 11211, 1 },
+		{ "127.0.0.1", 11212, 1 },
+		{ "127.0.0.1", 11213, 1 },
+	};
+
+	compare(sv, 3, RHKV_KETAMA_WEIGHTED);
+}
+
+Test(cluster, ketama_plain)
+{
+	static const struct server sv[] = {
+		{ "127.0.0.1", 11211, 1 },
+		{ "127.0.0.1", 22122, 1 },
+		{ "127.0.0.1", 22123, 1 },
+	};
+
+	compare(sv, 3, RHKV_KETAMA_PLAIN);
+}
+
+Test(cluster, no_servers)
+{
+	rhkv_cluster *cl;
+	struct rhkv_value v;
+
+	cr_assert_eq(rhkv_cluster_new(&cl, NULL), 0);
+	cr_assert_null(rhkv_cluster_pick(cl, "k", 1));
+	cr_assert_str_neq(rhkv_cluster_errstr(cl), "");
+	cr_assert_eq(rhkv_cluster_get(cl, "k", 1, &v), RHKV_ECONN);
+	cr_assert_eq(rhkv_cluster_server_of(cl, "k", 1, NULL, 0, NULL),
+		     RHKV_EINVAL);
+	cr_assert_eq(rhkv_cluster_add(cl, "", 1, 1), RHKV_EINVAL);
+	cr_assert_eq(rhkv_cluster_add(cl, "h", 70000, 1), RHKV_EINVAL);
+	cr_assert_eq(rhkv_cluster_set_retry(cl, -1), RHKV_EINVAL);
+	cr_assert_eq(rhkv_cluster_set_ketama(cl, 7), RHKV_EINVAL);
+	rhkv_cluster_free(cl);
+	rhkv_cluster_free(NULL);
+}
+
+/* ---- a live cluster ---- */
+
+#define NODES	  3
+#define LIVE_KEYS 3000
+#define RETRY_MS  100
+
+static int ports[NODES];
+static pid_t pids[NODES];
+
+static void live_fini(void)
+{
+	for (int i = 0; i < NODES; i++) {
+		if (pids[i] > 0)
+			cl_stop(pids[i]);
+		pids[i] = 0;
+	}
+}
+
+static long curr_items(int port)
+{
+	struct hconn *c = hc_open(port);
+	char line[256];
+	long n = -1;
+
+	cr_assert(c, "connect to %d", port);
+	cr_assert_eq(hc_send(c, "stats\r\n", 7), 0);
+	while (hc_line(c, line, sizeof(line), H_TIMEOUT_MS) > 0) {
+		if (strncmp(line, "END", 3) == 0)
+			break;
+		sscanf(line, "STAT curr_items %ld", &n);
+	}
+	hc_close(&c);
+	cr_assert_geq(n, 0, "no curr_items from %d", port);
+	return n;
+}
+
+static int node_of(rhkv_cluster *cl, const char *key)
+{
+	int port;
+
+	if (rhkv_cluster_server_of(cl, key, strlen(key), NULL, 0, &port))
+		return -1;
+	for (int i = 0; i < NODES; i++)
+		if (ports[i] == port)
+			return i;
+	return -1;
+}
+
+Test(cluster, live_failover)
+{
+	static int owner[LIVE_KEYS];
+	struct rhkv_options o;
+	rhkv_cluster *cl;
+	long items[NODES], total = 0;
+	int dead = 1, moved = 0, rc;
+	char key[64];
+
+	for (int i = 0; i < NODES; i++) {
+		ports[i] = cl_free_port();
+		pids[i] = cl_start_on(ports[i], NULL);
+		cr_assert_gt(pids[i], 0, "rhkvd on %d", ports[i]);
+	}
+	rhkv_options_init(&o);
+	o.connect_timeout_ms = 1000;
+	o.io_timeout_ms = 2000;
+	cr_assert_eq(rhkv_cluster_new(&cl, &o), 0);
+	/* long enough for the checks while a node is down */
+	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
+	for (int i = 0; i < NODES; i++)
+		cr_assert_eq(rhkv_cluster_add(cl, "127.0.0.1", ports[i], 1), 0);
+
+	for (int k = 0; k < LIVE_KEYS; k++) {
+		snprintf(key, sizeof(key), "live:%d", k);
+		owner[k] = node_of(cl, key);
+		cr_assert_geq(owner[k], 0);
+		rc = rhkv_cluster_set(cl, key, strlen(key), key, strlen(key), 0,
+				      0, NULL);
+		cr_assert_eq(rc, 0, "set %s: %s (%s)", key, rhkv_strerror(rc),
+			     rhkv_cluster_errstr(cl));
+	}
+	for (int i = 0; i < NODES; i++) {
+		long expect = 0;
+
+		for (int k = 0; k < LIVE_KEYS; k++)
+			expect += owner[k] == i;
+		items[i] = curr_items(ports[i]);
+		total += items[i];
+		cr_expect_eq(items[i], expect, "node %d: %ld items, %ld keys",
+			     i, items[i], expect);
+		cr_expect(items[i] >= LIVE_KEYS * 20 / 100 &&
+				  items[i] <= LIVE_KEYS * 47 / 100,
+			  "node %d holds %ld of %d keys", i, items[i],
+			  LIVE_KEYS);
+	}
+	cr_assert_eq(total, LIVE_KEYS);
+
+	/* node 1 dies; the first call on it notices (its connection is
+	 * lost: the call fails, and is not repeated elsewhere) */
+	cl_stop(pids[dead]);
+	pids[dead] = 0;
+	for (int k = 0; k < LIVE_KEYS; k++) {
+		struct rhkv_value v;
+
+		if (owner[k] != dead)
+			continue;
+		snprintf(key, sizeof(key), "live:%d", k);
+		rc = rhkv_cluster_get(cl, key, strlen(key), &v);
+		cr_assert(rc == RHKV_ECONN || rc == RHKV_ETIMEDOUT,
+			  "get on the dead node: %s", rhkv_strerror(rc));
+		break;
+	}
+
+	/* the others' keys stay where they were, with their values; the dead
+	 * node's keys go to the others */
+	for (int k = 0; k < LIVE_KEYS; k++) {
+		struct rhkv_value v;
+		int now;
+
+		snprintf(key, sizeof(key), "live:%d", k);
+		now = node_of(cl, key);
+		if (owner[k] != dead) {
+			cr_assert_eq(now, owner[k], "%s moved from %d to %d",
+				     key, owner[k], now);
+			rc = rhkv_cluster_get(cl, key, strlen(key), &v);
+			cr_assert_eq(rc, 0, "get %s: %s", key,
+				     rhkv_strerror(rc));
+			cr_assert_eq(v.len, strlen(key));
+			cr_assert_eq(memcmp(v.data, key, v.len), 0);
+			rhkv_value_free(&v);
+		} else {
+			cr_assert(now >= 0 && now != dead, "%s on %d", key,
+				  now);
+			rc = rhkv_cluster_get(cl, key, strlen(key), &v);
+			cr_assert_eq(rc, RHKV_ENOTFOUND, "get %s: %s", key,
+				     rhkv_strerror(rc));
+			rc = rhkv_cluster_set(cl, key, strlen(key), key,
+					      strlen(key), 0, 0, NULL);
+			cr_assert_eq(rc, 0, "set %s: %s", key,
+				     rhkv_strerror(rc));
+			moved++;
+		}
+	}
+	cr_assert_eq(moved, items[dead]);
+	total = 0;
+	for (int i = 0; i < NODES; i++) {
+		if (i == dead)
+			continue;
+		total += curr_items(ports[i]);
+	}
+	cr_expect_eq(total, LIVE_KEYS, "the live nodes hold %ld items", total);
+
+	/* back on its port: after the retry interval its keys return */
+	pids[dead] = cl_start_on(ports[dead], NULL);
+	cr_assert_gt(pids[dead], 0);
+	for (int k = 0; k < LIVE_KEYS; k++) {
+		snprintf(key, sizeof(key), "live:%d", k);
+		cr_assert_neq(node_of(cl, key), dead, "retried too soon");
+	}
+	cr_assert_eq(rhkv_cluster_set_retry(cl, RETRY_MS), 0);
+	h_sleep_ms(RETRY_MS + 50);
+	for (int k = 0; k < LIVE_KEYS; k++) {
+		snprintf(key, sizeof(key), "live:%d", k);
+		rc = rhkv_cluster_set(cl, key, strlen(key), "again", 5, 0, 0,
+				      NULL);
+		cr_assert_eq(rc, 0, "set %s: %s (%s)", key, rhkv_strerror(rc),
+			     rhkv_cluster_errstr(cl));
+		cr_assert_eq(node_of(cl, key), owner[k]);
+	}
+	cr_expect_eq(curr_items(ports[dead]), items[dead]);
+	rhkv_cluster_free(cl);
+}
+
+/* a server that was never up: pick skips it without failing a call */
+Test(cluster, unreachable_server_skipped)
+{
+	rhkv_cluster *cl;
+	int down;
+
+	ports[0] = cl_free_port();
+	pids[0] = cl_start_on(ports[0], NULL);
+	cr_assert_gt(pids[0], 0);
+	down = cl_free_port();
+	cr_assert_eq(rhkv_cluster_new(&cl, NULL), 0);
+	cr_assert_eq(rhkv_cluster_add(cl, "127.0.0.1", ports[0], 1), 0);
+	cr_assert_eq(rhkv_cluster_add(cl, "127.0.0.1", down, 1), 0);
+	for (int k = 0; k < 200; k++) {
+		char key[32];
+		struct rhkv_value v;
+		int rc;
+
+		snprintf(key, sizeof(key), "u:%d", k);
+		rc = rhkv_cluster_set(cl, key, strlen(key), "v", 1, 0, 0, NULL);
+		cr_assert_eq(rc, 0, "set %s: %s (%s)", key, rhkv_strerror(rc),
+			     rhkv_cluster_errstr(cl));
+		cr_assert_eq(rhkv_cluster_get(cl, key, strlen(key), &v), 0);
+		rhkv_value_free(&v);
+	}
+	cr_expect_eq(curr_items(ports[0]), 200);
+	/* with a retry of 0 and every server down, pick gives up */
+	cl_stop(pids[0]);
+	pids[0] = 0;
+	cr_assert_eq(rhkv_cluster_set_retry(cl, 0), 0);
+	for (int k = 0; k < 10; k++) {
+		struct rhkv_value v;
+		int rc = rhkv_cluster_get(cl, "u:1", 3, &v);
+
+		cr_assert(rc == RHKV_ECONN || rc == RHKV_ETIMEDOUT, "%s",
+			  rhkv_strerror(rc));
+	}
+	cr_assert_null(rhkv_cluster_pick(cl, "u:2", 3));
+	rhkv_cluster_free(cl);
+}
