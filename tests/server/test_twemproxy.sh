@@ -110,7 +110,7 @@ rhkv:
   auto_eject_hosts: true
   server_retry_timeout: 2000
   server_failure_limit: 1
-  timeout: 400
+  timeout: 5000
   redis: false
   servers:
    - 127.0.0.1:${node_ports[0]}:1
