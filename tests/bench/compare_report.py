@@ -497,8 +497,6 @@ generator (rhkv-bench) shares the machine with the server.""" % (
                   "so compare runs `%s`; run "
                   "`build-release/tests/bench/bench-rhashtable` by hand for "
                   "them." % p.get("table_args", ""))
-    nm.append("- The per-field memory breakdown and tuning notes (what limits "
-              "throughput).")
     nm.append("- Full latency distributions: rhkv-bench's --json has only p50, "
               "p90, p99, p99.9 and max, so the plotted curves are through those "
               "points.")
