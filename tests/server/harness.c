@@ -564,3 +564,79 @@ int hc_value(struct hconn *c, struct hvalue *v, int timeout_ms)
 		return -1;
 	return 1;
 }
+
+enum h_san h_sanitizer(pid_t pid)
+{
+	char path[64], line[512];
+	enum h_san found = H_SAN_NONE;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return H_SAN_NONE;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "libtsan")	  ? H_SAN_THREAD
+			: strstr(line, "libasan") ? H_SAN_ADDRESS
+						  : H_SAN_NONE;
+	fclose(f);
+	return found;
+}
+
+unsigned long long h_rss(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "VmRSS: %llu kB", &kb) == 1;
+	fclose(f);
+	return kb * 1024;
+}
+
+int hc_stats(struct hconn *c, const char *group, struct hstats *s,
+	     int timeout_ms)
+{
+	char line[256];
+
+	if (hc_sendf(c, "stats%s%s\r\n", *group ? " " : "", group))
+		return -1;
+	s->n = 0;
+	for (;;) {
+		if (hc_line(c, line, sizeof(line), timeout_ms) <= 0)
+			return -1;
+		if (!strcmp(line, "END\r\n"))
+			return 0;
+		if (s->n == H_STATS_MAX ||
+		    sscanf(line, "STAT %47s %79s", s->name[s->n],
+			   s->value[s->n]) != 2)
+			return -1;
+		s->n++;
+	}
+}
+
+const char *hstats_get(const struct hstats *s, const char *name)
+{
+	for (int i = 0; i < s->n; i++)
+		if (!strcmp(s->name[i], name))
+			return s->value[i];
+	return NULL;
+}
+
+int hstats_u64(const struct hstats *s, const char *name, unsigned long long *v)
+{
+	const char *p = hstats_get(s, name);
+	char *end;
+
+	if (!p)
+		return -1;
+	errno = 0;
+	*v = strtoull(p, &end, 10);
+	return errno || end == p || *end ? -1 : 0;
+}

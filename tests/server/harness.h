@@ -135,6 +135,43 @@ void hbuf_printf(struct hbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void hbuf_free(struct hbuf *b);
 
+/*
+ * The sanitizer a process runs under, from /proc/PID/maps (a TSan or ASan
+ * rhkvd may run under a normal test build): its RSS then means nothing and
+ * its background work is slower. H_SANITIZED_BUILD: the test itself.
+ */
+enum h_san { H_SAN_NONE, H_SAN_ADDRESS, H_SAN_THREAD };
+enum h_san h_sanitizer(pid_t pid);
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+	__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define H_SANITIZED_BUILD 1
+#else
+#define H_SANITIZED_BUILD 0
+#endif
+
+/* VmRSS of a process in bytes; 0 when it cannot be read. */
+unsigned long long h_rss(pid_t pid);
+
+/* A `stats [group]` reply: its "STAT name value" lines. */
+#define H_STATS_MAX 160
+struct hstats {
+	int n;
+	char name[H_STATS_MAX][48];
+	char value[H_STATS_MAX][80];
+};
+
+/* Sends "stats[ GROUP]" and reads every STAT line until END. 0, or -1 on
+ * a timeout, a line that is not a STAT line, or too many lines. */
+int hc_stats(struct hconn *c, const char *group, struct hstats *s,
+	     int timeout_ms);
+/* The value of NAME, or NULL when the reply has no such line. */
+const char *hstats_get(const struct hstats *s, const char *name);
+/* NAME's value as an unsigned number: 0, or -1 (missing, not a number). */
+int hstats_u64(const struct hstats *s, const char *name, unsigned long long *v);
+
 /* Monotonic milliseconds. */
 long long h_now_ms(void);
 /* Sleeps MS milliseconds. */

@@ -24,18 +24,7 @@
 
 #include "harness.h"
 
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-	__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED_BUILD 1
-#else
-#define SANITIZED_BUILD 0
-#endif
-
-#define MIB    (1024ull * 1024ull)
-#define NSTATS 128
+#define MIB (1024ull * 1024ull)
 /* Requests pipelined before their replies are read: the server stops
  * reading a connection whose pending output passes 1 MiB. */
 #define BATCH_REQS  1000
@@ -83,32 +72,9 @@ static void start(const char *const *extra)
 	cr_assert_not_null(c, "connect: errno %d", errno);
 }
 
-enum san { SAN_NONE, SAN_ADDRESS, SAN_THREAD };
-
-/* The sanitizer the server process runs under (a TSan or ASan rhkvd may run
- * under a normal test build): its RSS and malloc figures mean nothing, and
- * its background work is slower. */
-static enum san server_sanitizer(void)
-{
-	char path[64], line[512];
-	enum san found = SAN_NONE;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)srv.pid);
-	f = fopen(path, "r");
-	if (!f)
-		return SAN_NONE;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "libtsan")	  ? SAN_THREAD
-			: strstr(line, "libasan") ? SAN_ADDRESS
-						  : SAN_NONE;
-	fclose(f);
-	return found;
-}
-
 static bool check_rss(void)
 {
-	return !SANITIZED_BUILD && server_sanitizer() == SAN_NONE;
+	return !H_SANITIZED_BUILD && h_sanitizer(srv.pid) == H_SAN_NONE;
 }
 
 /*
@@ -119,76 +85,28 @@ static bool check_rss(void)
  */
 static long long wait_ms(long long ms)
 {
-	enum san san = server_sanitizer();
+	enum h_san san = h_sanitizer(srv.pid);
 
-	if (san == SAN_THREAD)
+	if (san == H_SAN_THREAD)
 		return 10 * ms;
-	return SANITIZED_BUILD || san == SAN_ADDRESS ? 4 * ms : ms;
-}
-
-/* The server's VmRSS in bytes. */
-static unsigned long long server_rss(void)
-{
-	char path[64], line[256];
-	unsigned long long kb = 0;
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)srv.pid);
-	f = fopen(path, "r");
-	cr_assert_not_null(f, "open %s: errno %d", path, errno);
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "VmRSS: %llu kB", &kb) == 1;
-	fclose(f);
-	cr_assert(found, "no VmRSS in %s", path);
-	return kb * 1024;
+	return H_SANITIZED_BUILD || san == H_SAN_ADDRESS ? 4 * ms : ms;
 }
 
 /* ---- stats ---- */
 
-struct statset {
-	int n;
-	char name[NSTATS][48];
-	char value[NSTATS][80];
-};
-
-/* Sends "stats ARG" on CONN and reads every "STAT name value" line until
- * END. */
-static void read_stats(struct hconn *conn, const char *arg, struct statset *s)
+static void read_stats(struct hconn *conn, const char *arg, struct hstats *s)
 {
-	char line[256];
-
-	cr_assert_eq(hc_sendf(conn, "stats%s%s\r\n", *arg ? " " : "", arg), 0);
-	s->n = 0;
-	for (;;) {
-		cr_assert_gt(hc_line(conn, line, sizeof(line), H_TIMEOUT_MS), 0,
-			     "stats %s: no reply line", arg);
-		if (!strcmp(line, "END\r\n"))
-			return;
-		cr_assert_lt(s->n, NSTATS, "too many stats lines");
-		cr_assert_eq(sscanf(line, "STAT %47s %79s", s->name[s->n],
-				    s->value[s->n]),
-			     2, "bad stats line %s", line);
-		s->n++;
-	}
+	cr_assert_eq(hc_stats(conn, arg, s, H_TIMEOUT_MS), 0,
+		     "stats %s: no good reply", arg);
 }
 
-static unsigned long long stat_u64(const struct statset *s, const char *name)
+static unsigned long long stat_u64(const struct hstats *s, const char *name)
 {
-	for (int i = 0; i < s->n; i++) {
-		if (strcmp(s->name[i], name))
-			continue;
-		char *end;
-		unsigned long long v;
+	unsigned long long v = 0;
 
-		errno = 0;
-		v = strtoull(s->value[i], &end, 10);
-		cr_assert(!errno && end != s->value[i] && !*end,
-			  "stat %s is not a number: %s", name, s->value[i]);
-		return v;
-	}
-	cr_assert_fail("no stat %s", name);
-	return 0;
+	cr_assert_eq(hstats_u64(s, name, &v), 0,
+		     "stat %s missing or not a number", name);
+	return v;
 }
 
 /* ---- values ---- */
@@ -342,7 +260,7 @@ Test(cache, fill_four_times_the_limit)
 {
 	static const char *const extra[] = { "-m", "64", NULL };
 	const unsigned long long rss_cap = 64 * MIB * 115 / 100 + 32 * MIB;
-	struct statset s;
+	struct hstats s;
 	char key[64];
 	uint64_t rng = 0x9E3779B97F4A7C15ull;
 	unsigned long long written = 0, next_read = 8 * MIB,
@@ -384,8 +302,9 @@ Test(cache, fill_four_times_the_limit)
 				      stat_u64(&s, "limit_maxbytes"),
 				      "after %llu MiB written", written / MIB);
 			if (check_rss()) {
-				unsigned long long rss = server_rss();
+				unsigned long long rss = h_rss(srv.pid);
 
+				cr_assert_gt(rss, 0, "no VmRSS for the server");
 				if (rss > max_rss)
 					max_rss = rss;
 				cr_assert_leq(rss, rss_cap,
@@ -478,7 +397,7 @@ Test(cache, hot_set_survives_a_scan)
 Test(cache, ttl_keys_are_swept_without_reads)
 {
 	static const char *const extra[] = { "-m", "256", NULL };
-	struct statset s;
+	struct hstats s;
 	char key[64];
 	bool swept = false;
 	unsigned long long items = 0, bytes = 0;
@@ -560,7 +479,7 @@ static int scan_all(struct hconn *conn)
 
 Test(cache, flush_all_then_scan_finds_nothing)
 {
-	struct statset s;
+	struct hstats s;
 	char key[64];
 	bool empty = false;
 	unsigned long long items = 0, bytes = 0;
@@ -613,7 +532,7 @@ Test(cache, flush_all_then_scan_finds_nothing)
 Test(cache, cache_memlimit_shrinks_the_cache)
 {
 	static const char *const extra[] = { "-m", "64", NULL };
-	struct statset s;
+	struct hstats s;
 	char key[64], line[256];
 	int nsets = 0;
 	bool shrunk = false;
@@ -694,7 +613,7 @@ Test(cache, item_larger_than_the_limit_fails_cleanly)
 
 Test(cache, stats_memory_adds_up)
 {
-	struct statset s, m;
+	struct hstats s, m;
 	char key[64];
 	int nsets = 0;
 
@@ -1049,7 +968,7 @@ Test(cache, eviction_under_concurrency)
 	struct conc_arg args[CONC_WRITERS + CONC_READERS + 1];
 	pthread_t th[CONC_WRITERS + CONC_READERS + 1];
 	int nth = 0;
-	struct statset s;
+	struct hstats s;
 
 	start(extra);
 	memset(&k, 0, sizeof(k));

@@ -31,16 +31,6 @@
 
 #include "harness.h"
 
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-	__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED_BUILD 1
-#else
-#define SANITIZED_BUILD 0
-#endif
-
 #define MIB	 (1024ull * 1024ull)
 #define MAX_RAW	 640
 #define BIG_LEN	 (100 * 1024)
@@ -93,59 +83,19 @@ static void start(const char *const *extra)
 
 /* ---- the server process ---- */
 
-enum san { SAN_NONE, SAN_ADDRESS, SAN_THREAD };
-
-/* The sanitizer the server process runs under: its RSS means nothing, and
- * it is slower. */
-static enum san server_sanitizer(void)
-{
-	char path[64], line[512];
-	enum san found = SAN_NONE;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)srv.pid);
-	f = fopen(path, "r");
-	if (!f)
-		return SAN_NONE;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "libtsan")	  ? SAN_THREAD
-			: strstr(line, "libasan") ? SAN_ADDRESS
-						  : SAN_NONE;
-	fclose(f);
-	return found;
-}
-
 static bool check_rss(void)
 {
-	return !SANITIZED_BUILD && server_sanitizer() == SAN_NONE;
+	return !H_SANITIZED_BUILD && h_sanitizer(srv.pid) == H_SAN_NONE;
 }
 
 /* MS in a normal build, more under a sanitizer. */
 static long long wait_ms(long long ms)
 {
-	enum san san = server_sanitizer();
+	enum h_san san = h_sanitizer(srv.pid);
 
-	if (san == SAN_THREAD)
+	if (san == H_SAN_THREAD)
 		return 4 * ms;
-	return SANITIZED_BUILD || san == SAN_ADDRESS ? 2 * ms : ms;
-}
-
-/* The server's VmRSS in bytes (0 if unreadable). */
-static unsigned long long server_rss(void)
-{
-	char path[64], line[256];
-	unsigned long long kb = 0;
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)srv.pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "VmRSS: %llu kB", &kb) == 1;
-	fclose(f);
-	return kb * 1024;
+	return H_SANITIZED_BUILD || san == H_SAN_ADDRESS ? 2 * ms : ms;
 }
 
 /* Entries in /proc/PID/fd: the server's open descriptors. */
@@ -519,7 +469,7 @@ Test(hostile, absurd_sizes_are_refused_at_once_without_allocating)
 
 	start(extra);
 	GOOD_RT("before");
-	rss0 = server_rss();
+	rss0 = h_rss(srv.pid);
 	expect_error_line("set k 0 0 4294967295", "set k 0 0 4294967295\r\n",
 			  22, 1000, NULL);
 	expect_error_line("set k 0 0 -1", "set k 0 0 -1\r\n", 14, 1000, NULL);
@@ -553,7 +503,7 @@ Test(hostile, absurd_sizes_are_refused_at_once_without_allocating)
 	SYNC(c, &srv);
 	GOOD_RT("after the 2 MiB value");
 
-	rss1 = server_rss();
+	rss1 = h_rss(srv.pid);
 	fprintf(stderr, "absurd sizes: RSS %.1f MiB -> %.1f MiB\n",
 		rss0 / (double)MIB, rss1 / (double)MIB);
 	if (check_rss())
@@ -629,7 +579,7 @@ Test(hostile, pipelined_gets_never_read_are_cut_off_by_the_stall_timeout)
 
 	start(extra);
 	store("big", BIG_LEN, 'B');
-	rss0 = server_rss();
+	rss0 = h_rss(srv.pid);
 	hits0 = stat_value("get_hits");
 	read0 = stat_value("bytes_read");
 	ps.fd = raw_open();
@@ -649,7 +599,7 @@ Test(hostile, pipelined_gets_never_read_are_cut_off_by_the_stall_timeout)
 		if (now > deadline)
 			break;
 		if (check_rss()) {
-			unsigned long long r = server_rss();
+			unsigned long long r = h_rss(srv.pid);
 
 			rss_max = r > rss_max ? r : rss_max;
 			samples++;
@@ -737,7 +687,7 @@ static void blast(const char *data, size_t n, long long timeout_ms,
 		else if (h_now_ms() > quiet)
 			break;
 		if (h_now_ms() >= sample && check_rss()) {
-			unsigned long long rss = server_rss();
+			unsigned long long rss = h_rss(srv.pid);
 
 			r->rss_max = rss > r->rss_max ? rss : r->rss_max;
 			sample = h_now_ms() + 100;
@@ -813,7 +763,7 @@ Test(hostile, garbage_gets_an_error_or_a_close_never_a_crash)
 	char line[256];
 
 	start(NULL);
-	rss0 = server_rss();
+	rss0 = h_rss(srv.pid);
 	garbage = malloc(GARBAGE_LEN);
 	cr_assert_not_null(garbage);
 

@@ -32,17 +32,6 @@
 
 #include "harness.h"
 
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-	__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED_BUILD 1
-#else
-#define SANITIZED_BUILD 0
-#endif
-
-#define NSTATS	     128
 #define NL_KEYS	     20000
 #define NL_TMP_KEYS  40000
 #define NL_WRITERS   8
@@ -104,70 +93,21 @@ static void teardown(void)
  * when they differ. */
 TestSuite(nothing_lost, .fini = teardown, .timeout = 200);
 
-enum san { SAN_NONE, SAN_ADDRESS, SAN_THREAD };
-
-/* Whether the server under test runs with a sanitizer (its maps). */
-static enum san server_sanitizer(void)
-{
-	char path[64], line[512];
-	enum san found = SAN_NONE;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)srv.pid);
-	f = fopen(path, "r");
-	if (!f)
-		return SAN_NONE;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "libtsan")	  ? SAN_THREAD
-			: strstr(line, "libasan") ? SAN_ADDRESS
-						  : SAN_NONE;
-	fclose(f);
-	return found;
-}
-
 /* ---- stats ---- */
 
-struct statset {
-	int n;
-	char name[NSTATS][48];
-	char value[NSTATS][80];
-};
-
-static void read_stats(struct hconn *conn, const char *arg, struct statset *s)
+static void read_stats(struct hconn *conn, const char *arg, struct hstats *s)
 {
-	char line[256];
-
-	cr_assert_eq(hc_sendf(conn, "stats%s%s\r\n", *arg ? " " : "", arg), 0);
-	s->n = 0;
-	for (;;) {
-		cr_assert_gt(hc_line(conn, line, sizeof(line), NL_REPLY_MS), 0,
-			     "stats %s: no reply line", arg);
-		if (!strcmp(line, "END\r\n"))
-			return;
-		cr_assert_lt(s->n, NSTATS, "too many stats lines");
-		cr_assert_eq(sscanf(line, "STAT %47s %79s", s->name[s->n],
-				    s->value[s->n]),
-			     2, "bad stats line %s", line);
-		s->n++;
-	}
+	cr_assert_eq(hc_stats(conn, arg, s, NL_REPLY_MS), 0,
+		     "stats %s: no good reply", arg);
 }
 
-static unsigned long long stat_u64(const struct statset *s, const char *name)
+static unsigned long long stat_u64(const struct hstats *s, const char *name)
 {
-	for (int i = 0; i < s->n; i++) {
-		if (strcmp(s->name[i], name))
-			continue;
-		char *end;
-		unsigned long long v;
+	unsigned long long v = 0;
 
-		errno = 0;
-		v = strtoull(s->value[i], &end, 10);
-		cr_assert(!errno && end != s->value[i] && !*end,
-			  "stat %s is not a number: %s", name, s->value[i]);
-		return v;
-	}
-	cr_assert_fail("no stat %s", name);
-	return 0;
+	cr_assert_eq(hstats_u64(s, name, &v), 0,
+		     "stat %s missing or not a number", name);
+	return v;
 }
 
 /* ---- failures from the threads ---- */
@@ -581,7 +521,7 @@ static void run(bool evicting)
 	static const char *const evict_flags[] = { "-m", "8", NULL };
 	pthread_t th[NL_WRITERS + 2];
 	int nth = 0;
-	struct statset s, t;
+	struct hstats s, t;
 
 	if (srv_kind_from_env() == SRV_MEMCACHED)
 		cr_skip_test("scan and stats table are rhkvd's; the server "
@@ -599,9 +539,10 @@ static void run(bool evicting)
 	nl->port = srv.port;
 	nl->evicting = evicting;
 
-	long long run_ms = SANITIZED_BUILD || server_sanitizer() != SAN_NONE
-				   ? NL_RUN_SAN
-				   : NL_RUN_MS;
+	long long run_ms =
+		H_SANITIZED_BUILD || h_sanitizer(srv.pid) != H_SAN_NONE
+			? NL_RUN_SAN
+			: NL_RUN_MS;
 
 	for (int i = 0; i < NL_WRITERS + 2; i++) {
 		void *(*fn)(void *) = i < NL_WRITERS	? nl_writer

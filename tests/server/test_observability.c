@@ -17,8 +17,6 @@
 
 #include "harness.h"
 
-#define NSTATS 128
-
 static struct srv srv;
 static struct hconn *c;
 static struct hbuf page;
@@ -47,42 +45,21 @@ static void start(const char *const *extra)
 	cr_assert_not_null(c, "connect: errno %d", errno);
 }
 
-struct statset {
-	int n;
-	char name[NSTATS][48];
-	double value[NSTATS];
-};
-
-/* Sends "stats ARG" and reads every "STAT name value" line until END. */
-static void read_stats(const char *arg, struct statset *s)
+static void read_stats(const char *arg, struct hstats *s)
 {
-	char line[256];
-
-	cr_assert_eq(hc_sendf(c, "stats%s%s\r\n", *arg ? " " : "", arg), 0);
-	s->n = 0;
-	for (;;) {
-		cr_assert_gt(hc_line(c, line, sizeof(line), H_TIMEOUT_MS), 0,
-			     "stats %s: no reply line", arg);
-		if (!strcmp(line, "END\r\n"))
-			return;
-		cr_assert_lt(s->n, NSTATS, "too many stats lines");
-		cr_assert_eq(sscanf(line, "STAT %47s %lf", s->name[s->n],
-				    &s->value[s->n]),
-			     2, "bad stats line %s", line);
-		s->n++;
-	}
+	cr_assert_eq(hc_stats(c, arg, s, H_TIMEOUT_MS), 0,
+		     "stats %s: no good reply", arg);
 }
 
-static double stat_of(const struct statset *s, const char *name)
+static double stat_of(const struct hstats *s, const char *name)
 {
-	for (int i = 0; i < s->n; i++)
-		if (!strcmp(s->name[i], name))
-			return s->value[i];
-	cr_assert_fail("no stat %s", name);
-	return 0;
+	const char *v = hstats_get(s, name);
+
+	cr_assert_not_null(v, "no stat %s", name);
+	return strtod(v, NULL);
 }
 
-static void check_percentiles(const struct statset *s, const char *cls)
+static void check_percentiles(const struct hstats *s, const char *cls)
 {
 	static const char *const order[] = { "p50",   "p90",	"p99",
 					     "p99.9", "p99.99", "max" };
@@ -105,7 +82,7 @@ static void check_percentiles(const struct statset *s, const char *cls)
 
 Test(observability, stats_latency_counts_each_command_class)
 {
-	struct statset s;
+	struct hstats s;
 
 	start(NULL);
 	for (int i = 0; i < 10; i++) {
@@ -202,7 +179,7 @@ Test(observability, metrics_endpoint_exports_stats_and_histograms)
 	const char *extra[] = { "--metrics-port", port, NULL };
 	int mport = free_port();
 	double prev = 0;
-	struct statset s;
+	struct hstats s;
 
 	snprintf(port, sizeof(port), "%d", mport);
 	start(extra);

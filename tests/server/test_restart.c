@@ -27,16 +27,6 @@
 
 #include "harness.h"
 
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-	__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED_BUILD 1
-#else
-#define SANITIZED_BUILD 0
-#endif
-
 #define RS_CLIENTS   4
 #define RS_KEYS	     500   /* per client */
 #define RS_MAX_OUT   2000  /* requests sent and not yet answered */
@@ -71,34 +61,14 @@ static void teardown(void)
 
 TestSuite(restart, .fini = teardown, .timeout = 100);
 
-enum san { SAN_NONE, SAN_ADDRESS, SAN_THREAD };
-
-static enum san server_sanitizer(pid_t pid)
-{
-	char path[64], line[512];
-	enum san found = SAN_NONE;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return SAN_NONE;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "libtsan")	  ? SAN_THREAD
-			: strstr(line, "libasan") ? SAN_ADDRESS
-						  : SAN_NONE;
-	fclose(f);
-	return found;
-}
-
 /* A time limit for the server under test: MS, longer when sanitized. */
 static long long limit_ms(long long ms, pid_t pid)
 {
-	enum san san = server_sanitizer(pid);
+	enum h_san san = h_sanitizer(pid);
 
-	if (san == SAN_THREAD)
+	if (san == H_SAN_THREAD)
 		return 5 * ms;
-	return SANITIZED_BUILD || san == SAN_ADDRESS ? 2 * ms : ms;
+	return H_SANITIZED_BUILD || san == H_SAN_ADDRESS ? 2 * ms : ms;
 }
 
 /* ---- a pipelining client that checks every reply byte ---- */
