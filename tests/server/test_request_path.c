@@ -1,0 +1,282 @@
+/*
+ * The request path over the in-memory transport, for what both protocols
+ * must do alike: limits decided per request (a pipelined `auth` lifts the
+ * pre-auth limit for what follows it in the same write), expired items met
+ * by any kind of get counted and reclaimed, and a large value whose
+ * zero-copy reference cannot be queued still sent whole.
+ */
+#include <criterion/criterion.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rcu.h"
+#include "server/conn.h"
+#include "server/server.h"
+#include "server/transport.h" /* TRANSPORT_PROBE */
+
+static struct server srv;
+static struct worker w;
+static struct evbuffer *replies;
+
+static void setup(void)
+{
+	char *argv[] = { "rhkvd", NULL };
+
+	rhkv_rcu_register_thread();
+	cr_assert_eq(config_parse(&srv.cfg, 1, argv), 0);
+	srv.cache = cache_create(1, 16u << 20);
+	cr_assert_not_null(srv.cache);
+	pthread_mutex_init(&srv.stats_lock, NULL);
+	w.srv = &srv;
+	w.lat = calloc(LAT_NCLASSES, sizeof(*w.lat));
+	srv.workers = &w;
+	srv.nworkers = 1;
+	replies = evbuffer_new();
+	cr_assert(w.lat && replies);
+}
+
+static void teardown(void)
+{
+	while (w.conns)
+		conn_close(w.conns);
+	cache_thread_flush(srv.cache);
+	cache_destroy(srv.cache);
+	evbuffer_free(replies);
+	free(w.lat);
+	pthread_mutex_destroy(&srv.stats_lock);
+	rhkv_rcu_unregister_thread();
+}
+
+/* The replies so far (then emptied); the caller frees. */
+static char *take(size_t *len)
+{
+	size_t n = evbuffer_get_length(replies);
+	char *s = malloc(n + 1);
+
+	cr_assert_not_null(s);
+	evbuffer_remove(replies, s, n);
+	s[n] = '\0';
+	if (len)
+		*len = n;
+	return s;
+}
+
+static void feed(struct conn *c, const void *p, size_t n)
+{
+	cr_assert(conn_memory_feed(c, p, n, false, replies),
+		  "the connection closed");
+}
+
+static void feed_str(struct conn *c, const char *s)
+{
+	feed(c, s, strlen(s));
+}
+
+static void use_password(void)
+{
+	srv.cfg.password = "pw";
+	srv.cfg.password_len = 2;
+}
+
+TestSuite(request_path, .init = setup, .fini = teardown, .timeout = 60);
+
+/*
+ * `auth` and a set larger than the pre-auth limit in one write: the set is
+ * held to the authenticated limit, is stored, and the old value survives
+ * until it is replaced. (The limit used to be computed once per batch.)
+ */
+Test(request_path, pipelined_auth_lifts_the_limit_for_what_follows)
+{
+	enum { VLEN = 5000 };
+	static char in[64 + VLEN + 64];
+	struct conn *c;
+	char *out, *want;
+	size_t n = 0, len;
+
+	use_password();
+	c = conn_new_memory(&w);
+	feed_str(c, "auth pw\r\nset k 0 0 3\r\nold\r\n");
+	free(take(NULL));
+	conn_close(c);
+
+	c = conn_new_memory(&w);
+	n += (size_t)sprintf(in + n, "auth pw\r\nset k 0 0 %d\r\n", VLEN);
+	memset(in + n, 'v', VLEN);
+	n += VLEN;
+	n += (size_t)sprintf(in + n, "\r\nget k\r\n");
+	feed(c, in, n);
+	out = take(&len);
+	want = malloc(64 + VLEN);
+	cr_assert_not_null(want);
+	len = (size_t)sprintf(want, "OK\r\nSTORED\r\nVALUE k 0 %d\r\n", VLEN);
+	memset(want + len, 'v', VLEN);
+	len += VLEN;
+	len += (size_t)sprintf(want + len, "\r\nEND\r\n");
+	cr_assert_str_eq(out, want);
+	free(want);
+	free(out);
+}
+
+/* The same in the binary protocol: AUTH, then a 5000-byte SET frame. */
+Test(request_path, pipelined_binary_auth_lifts_the_limit)
+{
+	enum { VLEN = 5000 };
+	static char in[64 + VLEN];
+	/* [21, 1, "pw"] */
+	static const char auth[] = "\0\0\0\x06\x93\x15\x01\xa2pw";
+	struct conn *c;
+	char *out;
+	size_t n = 0, len, body;
+
+	use_password();
+	c = conn_new_memory(&w);
+	memcpy(in, auth, sizeof(auth) - 1);
+	n = sizeof(auth) - 1;
+	/* [4, 2, "k", bin(5000)]: array, op, id, key, bin header, value */
+	body = 1 + 1 + 1 + 2 + 3 + VLEN;
+	in[n++] = 0;
+	in[n++] = 0;
+	in[n++] = (char)(body >> 8);
+	in[n++] = (char)body;
+	memcpy(in + n, "\x94\x04\x02\xa1k\xc5", 6);
+	n += 6;
+	in[n++] = (char)(VLEN >> 8);
+	in[n++] = (char)VLEN;
+	memset(in + n, 'v', VLEN);
+	n += VLEN;
+	feed(c, in, n);
+	out = take(&len);
+	/* [1, 0, nil], then [2, 0, cas] */
+	cr_assert_geq(len, 16);
+	cr_assert_eq(memcmp(out, "\0\0\0\x04\x93\x01\x00\xc0", 8), 0);
+	cr_assert_eq(memcmp(out + 8 + 4, "\x93\x02\x00", 3), 0,
+		     "the SET was refused (status %u)",
+		     (unsigned char)out[14]);
+	free(out);
+}
+
+static unsigned long stat_get_expired(void)
+{
+	struct stats_sum s;
+
+	server_sum_stats(&srv, &s);
+	return s.get_expired;
+}
+
+static unsigned long curr_items(void)
+{
+	struct cache_stats cs;
+
+	cache_get_stats(srv.cache, &cs, false);
+	return cs.curr_items;
+}
+
+/* An expired item met by a binary MGET counts in get_expired and is
+ * reclaimed, as a text get does. */
+Test(request_path, binary_mget_counts_and_reaps_expired_items)
+{
+	/* [3, 1, ["k"]] */
+	static const char mget[] = "\0\0\0\x06\x93\x03\x01\x91\xa1k";
+	struct conn *text = conn_new_memory(&w), *bin;
+	char *out;
+	size_t len;
+
+	feed_str(text, "set k 0 -1 1\r\nx\r\n");
+	cr_assert_str_eq(out = take(NULL), "STORED\r\n");
+	free(out);
+	cr_assert_eq(curr_items(), 1, "the dead item is not linked");
+	bin = conn_new_memory(&w);
+	feed(bin, mget, sizeof(mget) - 1);
+	out = take(&len);
+	/* [1, 0, [nil]] */
+	cr_assert_eq(len, 9);
+	cr_assert_eq(memcmp(out, "\0\0\0\x05\x93\x01\x00\x91\xc0", 9), 0);
+	free(out);
+	cr_assert_eq(stat_get_expired(), 1, "get_expired %lu",
+		     stat_get_expired());
+	cr_assert_eq(curr_items(), 0, "the expired item was not reclaimed");
+}
+
+/*
+ * Allocation failure inside libevent: a test switch that makes every
+ * allocation through libevent's memory functions fail.
+ */
+static bool fail_alloc;
+
+static void *test_malloc(size_t n)
+{
+	return fail_alloc ? NULL : malloc(n);
+}
+
+static void *test_realloc(void *p, size_t n)
+{
+	return fail_alloc ? NULL : realloc(p, n);
+}
+
+static void setup_failing_mem(void)
+{
+	event_set_mem_functions(test_malloc, test_realloc, free);
+	setup();
+}
+
+TestSuite(failing_mem, .init = setup_failing_mem, .fini = teardown,
+	  .timeout = 60);
+
+/*
+ * A get of a large value (sent by reference) while libevent cannot
+ * allocate: the reply is either whole or the connection closes; it is
+ * never sent without its value, and the item's pin is not leaked (once
+ * the key is deleted and a grace period has passed, no retired bytes
+ * remain).
+ */
+Test(failing_mem, large_value_reply_whole_or_closed_never_torn)
+{
+	enum { VLEN = 100000 };
+	static char in[64 + VLEN];
+	static const char hdr[] = "VALUE big 0 100000\r\n";
+	struct conn *c = conn_new_memory(&w);
+	struct cache_stats cs;
+	size_t n = 0, len;
+	bool open;
+	char *out;
+
+	n += (size_t)sprintf(in, "set big 0 0 %d\r\n", VLEN);
+	memset(in + n, 'z', VLEN);
+	n += VLEN;
+	memcpy(in + n, "\r\n", 2);
+	n += 2;
+	feed(c, in, n);
+	free(take(NULL));
+	/* The request's last byte arrives while allocations fail (it fits
+	 * in the input chain the first part made). */
+	feed_str(c, "get big\r");
+	fail_alloc = true;
+	open = conn_memory_feed(c, "\n", 1, false, replies);
+	fail_alloc = false;
+	out = take(&len);
+	if (len) {
+		cr_assert_eq(len, strlen(hdr) + VLEN + 2 + 5, "%zu bytes",
+			     len);
+		cr_assert_eq(memcmp(out, hdr, strlen(hdr)), 0);
+		for (size_t i = 0; i < VLEN; i++)
+			cr_assert_eq(out[strlen(hdr) + i], 'z', "byte %zu", i);
+		cr_assert_str_eq(out + strlen(hdr) + VLEN, "\r\nEND\r\n");
+	} else {
+		cr_assert_not(open, "no reply, yet the connection is open");
+	}
+	free(out);
+	if (open)
+		conn_close(c);
+	c = conn_new_memory(&w);
+	feed_str(c, "delete big\r\n");
+	cr_assert_str_eq(out = take(NULL), "DELETED\r\n");
+	free(out);
+	cache_thread_flush(srv.cache);
+	rhkv_rcu_barrier();
+	cache_get_stats(srv.cache, &cs, false);
+	cr_assert_eq(cs.retired_bytes, 0, "%" PRIu64 " retired bytes pinned",
+		     cs.retired_bytes);
+}
