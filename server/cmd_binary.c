@@ -314,55 +314,33 @@ static void op_scan(struct out *o, const struct proto_bin_req *r)
 }
 
 /*
- * stats [group]: the text protocol's lines ("STAT name value"), produced
- * by the same code into a scratch buffer, as a map of strings.
+ * stats [group]: a map of name -> value string, the text lines' values;
+ * "reset" starts the counters over and gives an empty map.
  */
 static void op_stats(struct out *o, const struct proto_bin_req *r)
 {
-	struct conn *c = o->c;
-	struct evbuffer *real = c->out, *lines = evbuffer_new();
-	struct proto_req req = { .cmd = PROTO_CMD_STATS };
-	uint32_t n = 0;
-	size_t f;
-	char *line;
+	struct server *srv = o->c->w->srv;
+	const char *group = r->text.n ? r->text.p : "";
+	size_t f = proto_bin_begin(o->sb);
+	int rc = 1;
 
-	if (!lines) {
-		reply_simple(o, r->id, PROTO_ST_SERVER_ERROR, "out of memory");
+	proto_bin_pack_reply_head(&o->pk, r->id, PROTO_ST_OK);
+	if (r->text.n == 5 && !memcmp(group, "reset", 5)) {
+		server_reset_stats(srv);
+		msgpack_pack_map(&o->pk, 0);
+	} else {
+		rc = stats_pack(srv, group, r->text.n, &o->pk);
+	}
+	if (rc == 1) {
+		proto_bin_end(o->sb, f);
 		return;
 	}
-	req.arg.len = r->text.n;
-	c->out = lines;
-	cmd_stats(c, r->text.n ? r->text.p : "", &req);
-	c->out = real;
-	/* Count the STAT lines first: a map's size comes before it. */
-	for (struct evbuffer_ptr p = evbuffer_search(lines, "STAT ", 5, NULL);
-	     p.pos >= 0; p = evbuffer_search(lines, "STAT ", 5, &p)) {
-		n++;
-		evbuffer_ptr_set(lines, &p, 1, EVBUFFER_PTR_ADD);
-	}
-	if (n == 0 && evbuffer_get_length(lines) >= 5 &&
-	    !memcmp(evbuffer_pullup(lines, 5), "ERROR", 5)) {
+	o->sb->size = f; /* not this frame: an error instead */
+	if (rc == 0)
 		reply_simple(o, r->id, PROTO_ST_BAD_REQUEST,
 			     "unknown stats group");
-		evbuffer_free(lines);
-		return;
-	}
-	f = proto_bin_begin(o->sb);
-	proto_bin_pack_reply_head(&o->pk, r->id, PROTO_ST_OK);
-	msgpack_pack_map(&o->pk, n);
-	while ((line = evbuffer_readln(lines, NULL, EVBUFFER_EOL_CRLF))) {
-		char *name = line + 5, *value;
-
-		if (!strncmp(line, "STAT ", 5) && (value = strchr(name, ' '))) {
-			msgpack_pack_str(&o->pk, (size_t)(value - name));
-			msgpack_pack_str_body(&o->pk, name,
-					      (size_t)(value - name));
-			pack_str(&o->pk, value + 1);
-		}
-		free(line);
-	}
-	proto_bin_end(o->sb, f);
-	evbuffer_free(lines);
+	else
+		reply_simple(o, r->id, PROTO_ST_SERVER_ERROR, "out of memory");
 }
 
 static void op_auth(struct out *o, const struct proto_bin_req *r)

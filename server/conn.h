@@ -78,8 +78,6 @@ void conn_tick(struct conn *c, int64_t now);
 /* Executes one parsed request (cmd.c); replies go to c->out. */
 struct proto_req;
 void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req);
-/* `stats [group]` (stats.c), the text reply into c->out. */
-void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
 
 /* Before auth, requests are held to this (Redis does the same before
  * login): a frame body, a value, and the input buffer. */

@@ -1,9 +1,10 @@
 /*
  * The Prometheus endpoint (--metrics-port): GET /metrics on the listener
  * thread's event base via libevent's evhttp, in the text exposition format
- * 0.0.4. It exports what `stats` shows (server_stats_each) as rhkv_* series
- * plus one histogram of command service time per command class. Scrapes
- * read the workers' relaxed counters and never stop them.
+ * 0.0.4. It exports what `stats` shows (server_stats_each) as rhkv_* series,
+ * each with the help text and type its entry carries, plus one histogram of
+ * command service time per command class. Scrapes read the workers'
+ * relaxed counters and never stop them.
  */
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -18,36 +19,38 @@
 #define METRICS_LE_FIRST 10u
 #define METRICS_LE_LAST	 30u
 
-static void series(struct evbuffer *b, const char *type, const char *name,
-		   const char *suffix)
+/* Each stats kind as a series: the name's suffix and the Prometheus type. */
+static const struct {
+	const char *suffix, *type;
+} prom_kind[] = {
+	[STATS_COUNTER] = { "_total", "counter" },
+	[STATS_GAUGE] = { "", "gauge" },
+	[STATS_SECONDS] = { "_seconds_total", "counter" },
+	[STATS_TEXT] = { "_info", "gauge" },
+	[STATS_REAL] = { "", "gauge" },
+};
+
+static void series(struct evbuffer *b, const char *name, const char *suffix,
+		   const char *type, const char *help)
 {
+	evbuffer_add_printf(b, "# HELP rhkv_%s%s %s\n", name, suffix, help);
 	evbuffer_add_printf(b, "# TYPE rhkv_%s%s %s\n", name, suffix, type);
 }
 
-static void prom_counter(void *arg, const char *name, uint64_t v)
+/* The stats sink: one series per entry, its help and type from the entry. */
+static void prom_entry(void *arg, const struct stats_entry *e)
 {
-	series(arg, "counter", name, "_total");
-	evbuffer_add_printf(arg, "rhkv_%s_total %" PRIu64 "\n", name, v);
-}
+	const char *suffix = prom_kind[e->kind].suffix;
+	char buf[STATS_VALUE_MAX];
 
-static void prom_gauge(void *arg, const char *name, uint64_t v)
-{
-	series(arg, "gauge", name, "");
-	evbuffer_add_printf(arg, "rhkv_%s %" PRIu64 "\n", name, v);
-}
-
-static void prom_seconds(void *arg, const char *name, int64_t sec, long usec)
-{
-	series(arg, "counter", name, "_seconds_total");
-	evbuffer_add_printf(arg, "rhkv_%s_seconds_total %" PRId64 ".%06ld\n",
-			    name, sec, usec);
-}
-
-static void prom_text(void *arg, const char *name, const char *v)
-{
-	/* Prometheus' convention for strings: an info series set to 1. */
-	series(arg, "gauge", name, "_info");
-	evbuffer_add_printf(arg, "rhkv_%s_info{%s=\"%s\"} 1\n", name, name, v);
+	series(arg, e->name, suffix, prom_kind[e->kind].type,
+	       e->help ? e->help : e->name);
+	if (e->kind == STATS_TEXT) /* Prometheus' way: an info series of 1 */
+		evbuffer_add_printf(arg, "rhkv_%s%s{%s=\"%s\"} 1\n", e->name,
+				    suffix, e->name, e->s);
+	else
+		evbuffer_add_printf(arg, "rhkv_%s%s %s\n", e->name, suffix,
+				    stats_entry_value(e, buf));
 }
 
 static void prom_latency(struct server *srv, struct evbuffer *b)
@@ -55,7 +58,9 @@ static void prom_latency(struct server *srv, struct evbuffer *b)
 	static _Thread_local struct latency_snapshot lat[LAT_NCLASSES];
 
 	server_sum_latency(srv, lat);
-	series(b, "histogram", "command_duration_seconds", "");
+	series(b, "command_duration_seconds", "", "histogram",
+	       "Time to serve one command, by command class (parsing "
+	       "included, socket time not)");
 	for (unsigned int k = 0; k < LAT_NCLASSES; k++) {
 		const char *cls = lat_class_name[k];
 		uint64_t total = 0;
@@ -89,8 +94,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 {
 	struct server *srv = arg;
 	struct evbuffer *b;
-	struct stats_sink sink = { prom_counter, prom_gauge, prom_seconds,
-				   prom_text, NULL };
+	struct stats_sink sink = { prom_entry, NULL };
 
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
 		evhttp_send_error(req, 405, "only GET");

@@ -76,27 +76,6 @@ static inline uint64_t server_conn_bytes(struct server *srv)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* Adds up every worker's counters, minus the last reset. */
-void server_sum_stats(struct server *srv, struct stats_sum *sum);
-void server_reset_stats(struct server *srv);
-/* Merges every worker's histograms for each class, minus the last reset. */
-void server_sum_latency(struct server *srv,
-			struct latency_snapshot out[LAT_NCLASSES]);
-
-/*
- * Where the general statistics go: the text protocol's `stats` lines or the
- * Prometheus endpoint. Counters only grow (until `stats reset`), gauges go
- * both ways.
- */
-struct stats_sink {
-	void (*counter)(void *arg, const char *name, uint64_t v);
-	void (*gauge)(void *arg, const char *name, uint64_t v);
-	void (*seconds)(void *arg, const char *name, int64_t sec, long usec);
-	void (*text)(void *arg, const char *name, const char *v);
-	void *arg;
-};
-void server_stats_each(struct server *srv, const struct stats_sink *sink);
-
 /* The Prometheus endpoint (metrics.c); 0 when off or started. */
 int metrics_start(struct server *srv);
 void metrics_stop(struct server *srv);

@@ -1,11 +1,14 @@
 /*
- * The `stats` command: memcached's general statistics (summed over worker
- * threads, minus the last `stats reset`), `stats settings`, `stats table`
- * and `stats latency`. The general set goes through a stats_sink so that the
- * Prometheus endpoint (metrics.c) exports exactly what `stats` shows.
+ * The `stats` groups: memcached's general statistics (summed over worker
+ * threads, minus the last `stats reset`), `stats settings`, `stats table`,
+ * `stats memory` and `stats latency`. Every group emits entries into a
+ * stats_sink (stats.h): the text lines and the binary protocol's map are
+ * sinks here, the Prometheus endpoint's (general stats only) is metrics.c's.
  */
+#include <event2/buffer.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <msgpack.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -20,7 +23,7 @@ static void sum_threads(struct server *srv, struct stats_sum *sum)
 	memset(sum, 0, sizeof(*sum));
 	for (unsigned int i = 0; i < srv->nworkers; i++) {
 		struct thread_stats *t = &srv->workers[i].stats;
-#define STATS_SUM(name) \
+#define STATS_SUM(name, type, help) \
 	sum->name += atomic_load_explicit(&t->name, memory_order_relaxed);
 		THREAD_STATS(STATS_SUM)
 #undef STATS_SUM
@@ -40,7 +43,7 @@ void server_sum_stats(struct server *srv, struct stats_sum *sum)
 {
 	sum_threads(srv, sum);
 	pthread_mutex_lock(&srv->stats_lock);
-#define STATS_BASE(name) sum->name -= srv->baseline.name;
+#define STATS_BASE(name, type, help) sum->name -= srv->baseline.name;
 	THREAD_STATS(STATS_BASE)
 #undef STATS_BASE
 	pthread_mutex_unlock(&srv->stats_lock);
@@ -72,6 +75,63 @@ void server_reset_stats(struct server *srv)
 	pthread_mutex_unlock(&srv->stats_lock);
 }
 
+static void put_u(const struct stats_sink *k, enum stats_kind kind,
+		  const char *name, const char *help, uint64_t v)
+{
+	const struct stats_entry e = {
+		.name = name, .help = help, .kind = kind, .u = v
+	};
+
+	k->emit(k->arg, &e);
+}
+
+static void put_seconds(const struct stats_sink *k, const char *name,
+			const char *help, struct timeval tv)
+{
+	const struct stats_entry e = { .name = name,
+				       .help = help,
+				       .kind = STATS_SECONDS,
+				       .sec = tv.tv_sec,
+				       .usec = tv.tv_usec };
+
+	k->emit(k->arg, &e);
+}
+
+static void put_text(const struct stats_sink *k, const char *name,
+		     const char *help, const char *v)
+{
+	const struct stats_entry e = {
+		.name = name, .help = help, .kind = STATS_TEXT, .s = v
+	};
+
+	k->emit(k->arg, &e);
+}
+
+static void put_real(const struct stats_sink *k, const char *name,
+		     const char *help, double v)
+{
+	const struct stats_entry e = {
+		.name = name, .help = help, .kind = STATS_REAL, .r = v
+	};
+
+	k->emit(k->arg, &e);
+}
+
+/* Entries both the general stats and `stats memory` show. */
+static const char help_limit[] =
+	"Bytes the cache may use (-m): items, removed items not yet freed "
+	"and the hash table";
+static const char help_items[] = "Items in the cache";
+static const char help_bytes[] = "Bytes of the items in the cache, as "
+				 "allocated";
+static const char help_hash_bytes[] = "Bytes of the hash table's bucket "
+				      "arrays";
+static const char help_retired[] =
+	"Bytes of items removed from the cache, freed once no reader can "
+	"still see them";
+static const char help_conn_bytes[] =
+	"Bytes of every client connection's input and output buffers";
+
 void server_stats_each(struct server *srv, const struct stats_sink *k)
 {
 	int64_t now = cache_now();
@@ -82,84 +142,100 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	server_sum_stats(srv, &s);
 	cache_get_stats(srv->cache, &cs, false);
 	getrusage(RUSAGE_SELF, &ru);
-	k->gauge(k->arg, "pid", (uint64_t)getpid());
-	k->gauge(k->arg, "uptime", (uint64_t)(now - srv->started));
-	k->gauge(k->arg, "time", (uint64_t)now);
-	k->text(k->arg, "version", RHKV_VERSION);
-	k->gauge(k->arg, "pointer_size", 8 * sizeof(void *));
-	k->seconds(k->arg, "rusage_user", ru.ru_utime.tv_sec,
-		   ru.ru_utime.tv_usec);
-	k->seconds(k->arg, "rusage_system", ru.ru_stime.tv_sec,
-		   ru.ru_stime.tv_usec);
-	k->gauge(k->arg, "max_connections", (uint64_t)srv->cfg.conn_limit);
-	k->gauge(k->arg, "curr_connections",
-		 (uint64_t)atomic_load(&srv->curr_conns));
-	k->counter(k->arg, "total_connections", atomic_load(&srv->total_conns));
-	k->counter(k->arg, "rejected_connections",
-		   atomic_load(&srv->rejected_conns));
-#define STATS_PRINT(name) k->counter(k->arg, #name, s.name);
-	THREAD_STATS(STATS_PRINT)
-#undef STATS_PRINT
-	k->gauge(k->arg, "limit_maxbytes", cs.limit);
-	k->gauge(k->arg, "threads", srv->nworkers);
-	k->gauge(k->arg, "bytes", cs.bytes);
-	k->gauge(k->arg, "curr_items", cs.curr_items);
-	k->gauge(k->arg, "hash_bytes", cs.hash_bytes);
-	k->gauge(k->arg, "retired_bytes", cs.retired_bytes);
-	k->gauge(k->arg, "conn_buffer_bytes", server_conn_bytes(srv));
-	k->counter(k->arg, "evictions", cs.evictions);
-	k->counter(k->arg, "evicted_unfetched", cs.evicted_unfetched);
-	k->counter(k->arg, "evicted_active", cs.evicted_active);
-	k->counter(k->arg, "expired_unfetched", cs.expired_unfetched);
-	k->counter(k->arg, "reclaimed", cs.reclaimed);
-	k->gauge(k->arg, "hash_buckets", cs.table.size);
-	k->gauge(k->arg, "hash_is_expanding", cs.table.resizing);
+	put_u(k, STATS_GAUGE, "pid", "Process id of the server",
+	      (uint64_t)getpid());
+	put_u(k, STATS_GAUGE, "uptime", "Seconds since the server started",
+	      (uint64_t)(now - srv->started));
+	put_u(k, STATS_GAUGE, "time", "The server's clock, in unix seconds",
+	      (uint64_t)now);
+	put_text(k, "version",
+		 "The memcached version the server answers as, then rhkv's",
+		 RHKV_VERSION);
+	put_u(k, STATS_GAUGE, "pointer_size", "Bits of a pointer on the server",
+	      8 * sizeof(void *));
+	put_seconds(k, "rusage_user", "CPU time the server spent in user mode",
+		    ru.ru_utime);
+	put_seconds(k, "rusage_system",
+		    "CPU time the kernel spent on the server's behalf",
+		    ru.ru_stime);
+	put_u(k, STATS_GAUGE, "max_connections",
+	      "Client connections allowed at once (-c)",
+	      (uint64_t)srv->cfg.conn_limit);
+	put_u(k, STATS_GAUGE, "curr_connections", "Client connections open",
+	      (uint64_t)atomic_load(&srv->curr_conns));
+	put_u(k, STATS_COUNTER, "total_connections",
+	      "Client connections accepted", atomic_load(&srv->total_conns));
+	put_u(k, STATS_COUNTER, "rejected_connections",
+	      "Client connections closed at once: max_connections were open",
+	      atomic_load(&srv->rejected_conns));
+#define STATS_PUT(name, type, help) put_u(k, STATS_##type, #name, help, s.name);
+	THREAD_STATS(STATS_PUT)
+#undef STATS_PUT
+	put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
+	put_u(k, STATS_GAUGE, "threads", "Worker threads", srv->nworkers);
+	put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
+	put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
+	put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes, cs.hash_bytes);
+	put_u(k, STATS_GAUGE, "retired_bytes", help_retired, cs.retired_bytes);
+	put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
+	      server_conn_bytes(srv));
+	put_u(k, STATS_COUNTER, "evictions",
+	      "Live items removed to make room for new ones", cs.evictions);
+	put_u(k, STATS_COUNTER, "evicted_unfetched",
+	      "Evicted items that were never read", cs.evicted_unfetched);
+	put_u(k, STATS_COUNTER, "evicted_active",
+	      "Evicted items that had been read", cs.evicted_active);
+	put_u(k, STATS_COUNTER, "expired_unfetched",
+	      "Expired items taken out that were never read",
+	      cs.expired_unfetched);
+	put_u(k, STATS_COUNTER, "reclaimed",
+	      "Expired items taken out of the cache (by the sweep, a lookup "
+	      "or eviction)",
+	      cs.reclaimed);
+	put_u(k, STATS_GAUGE, "hash_buckets", "Buckets of the hash table",
+	      cs.table.size);
+	put_u(k, STATS_GAUGE, "hash_is_expanding",
+	      "1 while the hash table is being resized, else 0",
+	      cs.table.resizing);
 }
 
-static void stat_u(struct conn *c, const char *name, uint64_t v)
+static void settings_entry(const char *name, const char *value, void *arg)
 {
-	evbuffer_add_printf(c->out, "STAT %s %" PRIu64 "\r\n", name, v);
+	put_text(arg, name, NULL, value);
 }
 
-static void line_u(void *arg, const char *name, uint64_t v)
+static void stats_settings(struct server *srv, const struct stats_sink *k)
 {
-	stat_u(arg, name, v);
+	config_each(&srv->cfg, settings_entry, (void *)k);
 }
 
-static void line_sec(void *arg, const char *name, int64_t sec, long usec)
-{
-	struct conn *c = arg;
-
-	evbuffer_add_printf(c->out, "STAT %s %" PRId64 ".%06ld\r\n", name, sec,
-			    usec);
-}
-
-static void line_s(void *arg, const char *name, const char *value)
-{
-	struct conn *c = arg;
-
-	evbuffer_add_printf(c->out, "STAT %s %s\r\n", name, value);
-}
-
-static void config_line(const char *name, const char *value, void *arg)
-{
-	line_s(arg, name, value);
-}
-
-static void stats_table(struct conn *c)
+static void stats_table(struct server *srv, const struct stats_sink *k)
 {
 	struct cache_stats cs;
 
-	cache_get_stats(c->w->srv->cache, &cs, true);
-	stat_u(c, "buckets", cs.table.size);
-	stat_u(c, "elements", cs.table.nelems);
-	stat_u(c, "resizes", cs.table.grows + cs.table.shrinks);
-	stat_u(c, "grows", cs.table.grows);
-	stat_u(c, "shrinks", cs.table.shrinks);
-	stat_u(c, "rehashes", cs.table.reseeds);
-	stat_u(c, "generation", cs.table.generation);
-	stat_u(c, "resizing", cs.table.resizing);
-	stat_u(c, "longest_chain", cs.longest_chain);
+	cache_get_stats(srv->cache, &cs, true);
+	put_u(k, STATS_GAUGE, "buckets", "Buckets of the hash table",
+	      cs.table.size);
+	put_u(k, STATS_GAUGE, "elements", "Items linked in the hash table",
+	      cs.table.nelems);
+	put_u(k, STATS_COUNTER, "resizes",
+	      "Times the table was resized (grows + shrinks)",
+	      cs.table.grows + cs.table.shrinks);
+	put_u(k, STATS_COUNTER, "grows", "Times the table grew",
+	      cs.table.grows);
+	put_u(k, STATS_COUNTER, "shrinks", "Times the table shrank",
+	      cs.table.shrinks);
+	put_u(k, STATS_COUNTER, "rehashes",
+	      "Times the table was rebuilt with a new hash secret (a defence "
+	      "against hash flooding)",
+	      cs.table.reseeds);
+	put_u(k, STATS_GAUGE, "generation",
+	      "Generation of the hash secret: one more after each rehash",
+	      cs.table.generation);
+	put_u(k, STATS_GAUGE, "resizing",
+	      "1 while a resize is in flight, else 0", cs.table.resizing);
+	put_u(k, STATS_GAUGE, "longest_chain",
+	      "Entries in the longest bucket chain", cs.longest_chain);
 }
 
 /* Resident bytes of the process (0 if /proc cannot tell). */
@@ -180,90 +256,204 @@ static uint64_t process_rss(void)
  * Where the memory goes, as the cache counts it (what -m bounds) and as
  * the allocator and the kernel see it, to cross-check the accounting.
  */
-static void stats_memory(struct conn *c)
+static void stats_memory(struct server *srv, const struct stats_sink *k)
 {
-	struct server *srv = c->w->srv;
 	struct mallinfo2 mi = mallinfo2();
 	struct cache_stats cs;
 	uint64_t headers;
 
 	cache_get_stats(srv->cache, &cs, false);
 	headers = (uint64_t)cs.curr_items * ITEM_HEADER_BYTES;
-	stat_u(c, "limit_maxbytes", cs.limit);
-	stat_u(c, "accounted_bytes",
-	       cs.bytes + cs.retired_bytes + cs.hash_bytes);
-	stat_u(c, "curr_items", cs.curr_items);
+	put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
+	put_u(k, STATS_GAUGE, "accounted_bytes",
+	      "Bytes counted against limit_maxbytes: bytes + retired_bytes + "
+	      "hash_bytes",
+	      cs.bytes + cs.retired_bytes + cs.hash_bytes);
+	put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
 	/* bytes = item_headers + item_keys_values + item_alloc_overhead */
-	stat_u(c, "bytes", cs.bytes);
-	stat_u(c, "item_headers", headers);
-	stat_u(c, "item_keys_values", cs.item_data - headers);
-	stat_u(c, "item_alloc_overhead", cs.bytes - cs.item_data);
-	stat_u(c, "hash_bytes", cs.hash_bytes);
-	stat_u(c, "retired_bytes", cs.retired_bytes);
-	stat_u(c, "reclaim_waits", cs.reclaim_waits);
-	stat_u(c, "conn_buffer_bytes", server_conn_bytes(srv));
-	stat_u(c, "conn_memory_limit", srv->cfg.conn_memory);
+	put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
+	put_u(k, STATS_GAUGE, "item_headers", "Bytes of the items' headers",
+	      headers);
+	put_u(k, STATS_GAUGE, "item_keys_values",
+	      "Bytes of the items' keys and values", cs.item_data - headers);
+	put_u(k, STATS_GAUGE, "item_alloc_overhead",
+	      "Bytes the allocator gives items beyond header, key and value",
+	      cs.bytes - cs.item_data);
+	put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes, cs.hash_bytes);
+	put_u(k, STATS_GAUGE, "retired_bytes", help_retired, cs.retired_bytes);
+	put_u(k, STATS_COUNTER, "reclaim_waits",
+	      "Times a writer waited for removed items to be freed",
+	      cs.reclaim_waits);
+	put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
+	      server_conn_bytes(srv));
+	put_u(k, STATS_GAUGE, "conn_memory_limit",
+	      "Bytes all connection buffers together may use (--conn-memory)",
+	      srv->cfg.conn_memory);
 	/* The allocator's view (glibc): in use, and held from the kernel. */
-	stat_u(c, "malloc_in_use", mi.uordblks + mi.hblkhd);
-	stat_u(c, "malloc_held", mi.arena + mi.hblkhd);
-	stat_u(c, "process_rss", process_rss());
+	put_u(k, STATS_GAUGE, "malloc_in_use",
+	      "Bytes the C library's allocator has handed out",
+	      mi.uordblks + mi.hblkhd);
+	put_u(k, STATS_GAUGE, "malloc_held",
+	      "Bytes the C library's allocator holds from the kernel",
+	      mi.arena + mi.hblkhd);
+	put_u(k, STATS_GAUGE, "process_rss",
+	      "Resident bytes of the process (0: unknown)", process_rss());
 }
 
 /* Per command class: count, mean and percentiles in µs (3 decimals). */
-static void stats_latency(struct conn *c)
+static void stats_latency(struct server *srv, const struct stats_sink *k)
 {
+	static const char help_pct[] =
+		"Service time in microseconds that this percentage of the "
+		"class's commands took at most (within 3%)";
 	static const struct {
 		const char *name;
 		double p;
-	} pct[] = { { "p50", 50 },     { "p90", 90 },	    { "p99", 99 },
-		    { "p99.9", 99.9 }, { "p99.99", 99.99 }, { "max", 100 } };
+		const char *help;
+	} pct[] = { { "p50", 50, help_pct },
+		    { "p90", 90, help_pct },
+		    { "p99", 99, help_pct },
+		    { "p99.9", 99.9, help_pct },
+		    { "p99.99", 99.99, help_pct },
+		    { "max", 100,
+		      "Longest service time in microseconds of the class's "
+		      "commands (within 3%)" } };
 	static _Thread_local struct latency_snapshot lat[LAT_NCLASSES];
+	char name[64];
 
-	server_sum_latency(c->w->srv, lat);
-	for (unsigned int k = 0; k < LAT_NCLASSES; k++) {
-		const char *cls = lat_class_name[k];
-		uint64_t n = lat[k].count;
+	server_sum_latency(srv, lat);
+	for (unsigned int c = 0; c < LAT_NCLASSES; c++) {
+		const char *cls = lat_class_name[c];
+		uint64_t n = lat[c].count;
 
-		evbuffer_add_printf(c->out, "STAT %s:count %" PRIu64 "\r\n",
-				    cls, n);
+		snprintf(name, sizeof(name), "%s:count", cls);
+		put_u(k, STATS_COUNTER, name,
+		      "Commands of this class (before the colon) served", n);
 		if (!n)
 			continue;
-		evbuffer_add_printf(c->out, "STAT %s:mean_us %.3f\r\n", cls,
-				    (double)lat[k].sum_ns / (double)n / 1e3);
-		for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++)
-			evbuffer_add_printf(
-				c->out, "STAT %s:%s_us %.3f\r\n", cls,
-				pct[i].name,
-				(double)latency_percentile(&lat[k], pct[i].p) /
-					1e3);
+		snprintf(name, sizeof(name), "%s:mean_us", cls);
+		put_real(k, name,
+			 "Mean service time in microseconds of the class's "
+			 "commands",
+			 (double)lat[c].sum_ns / (double)n / 1e3);
+		for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+			snprintf(name, sizeof(name), "%s:%s_us", cls,
+				 pct[i].name);
+			put_real(k, name, pct[i].help,
+				 (double)latency_percentile(&lat[c], pct[i].p) /
+					 1e3);
+		}
 	}
+}
+
+bool stats_emit(struct server *srv, const char *group, size_t n,
+		const struct stats_sink *sink)
+{
+	static const struct {
+		const char *name;
+		void (*emit)(struct server *srv, const struct stats_sink *k);
+	} groups[] = { { "", server_stats_each },
+		       { "settings", stats_settings },
+		       { "table", stats_table },
+		       { "memory", stats_memory },
+		       { "latency", stats_latency } };
+
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (strlen(groups[i].name) == n &&
+		    (!n || !memcmp(groups[i].name, group, n))) {
+			groups[i].emit(srv, sink);
+			return true;
+		}
+	return false;
+}
+
+const char *stats_entry_value(const struct stats_entry *e,
+			      char buf[STATS_VALUE_MAX])
+{
+	buf[0] = '\0';
+	switch (e->kind) {
+	case STATS_COUNTER:
+	case STATS_GAUGE:
+		snprintf(buf, STATS_VALUE_MAX, "%" PRIu64, e->u);
+		break;
+	case STATS_SECONDS:
+		snprintf(buf, STATS_VALUE_MAX, "%" PRId64 ".%06ld", e->sec,
+			 e->usec);
+		break;
+	case STATS_TEXT:
+		return e->s;
+	case STATS_REAL:
+		snprintf(buf, STATS_VALUE_MAX, "%.3f", e->r);
+		break;
+	}
+	return buf;
+}
+
+void stats_text_entry(void *arg, const struct stats_entry *e)
+{
+	char buf[STATS_VALUE_MAX];
+
+	evbuffer_add_printf(arg, "STAT %s %s\r\n", e->name,
+			    stats_entry_value(e, buf));
+}
+
+/* The msgpack sink's state: entries packed into a scratch buffer, counted,
+ * since a map's size comes before its entries. */
+struct pack_state {
+	msgpack_packer pk;
+	uint32_t n;
+	bool failed;
+};
+
+static int pack_string(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_entry(void *arg, const struct stats_entry *e)
+{
+	struct pack_state *p = arg;
+	char buf[STATS_VALUE_MAX];
+
+	if (pack_string(&p->pk, e->name) ||
+	    pack_string(&p->pk, stats_entry_value(e, buf)))
+		p->failed = true;
+	p->n++;
+}
+
+int stats_pack(struct server *srv, const char *group, size_t n,
+	       struct msgpack_packer *pk)
+{
+	struct pack_state p = { .n = 0 };
+	const struct stats_sink sink = { pack_entry, &p };
+	msgpack_sbuffer sb;
+	int rc = 1;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&p.pk, &sb, msgpack_sbuffer_write);
+	if (!stats_emit(srv, group, n, &sink))
+		rc = 0;
+	else if (p.failed || msgpack_pack_map(pk, p.n) ||
+		 (sb.size && pk->callback(pk->data, sb.data, sb.size)))
+		rc = -1;
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
 }
 
 void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req)
 {
-	const char *arg = buf + req->arg.off;
+	const char *group = buf + req->arg.off;
 	size_t n = req->arg.len;
+	const struct stats_sink text = { stats_text_entry, c->out };
 
-	if (n == 0) {
-		const struct stats_sink sink = { line_u, line_u, line_sec,
-						 line_s, c };
-
-		server_stats_each(c->w->srv, &sink);
-	} else if (n == 8 && !memcmp(arg, "settings", 8)) {
-		config_each(&c->w->srv->cfg, config_line, c);
-	} else if (n == 5 && !memcmp(arg, "table", 5)) {
-		stats_table(c);
-	} else if (n == 7 && !memcmp(arg, "latency", 7)) {
-		stats_latency(c);
-	} else if (n == 6 && !memcmp(arg, "memory", 6)) {
-		stats_memory(c);
-	} else if (n == 5 && !memcmp(arg, "reset", 5)) {
+	if (n == 5 && !memcmp(group, "reset", 5)) {
 		server_reset_stats(c->w->srv);
 		evbuffer_add(c->out, "RESET\r\n", 7);
-		return;
+	} else if (stats_emit(c->w->srv, group, n, &text)) {
+		evbuffer_add(c->out, "END\r\n", 5);
 	} else {
 		evbuffer_add(c->out, "ERROR\r\n", 7);
-		return;
 	}
-	evbuffer_add(c->out, "END\r\n", 5);
 }

@@ -1,46 +1,67 @@
 /*
- * Per-thread statistics, declared once as an X-macro table. Each worker
- * owns its counters and is their only writer (a relaxed load and store, no
- * atomic read-modify-write, no shared cache line); `stats` sums them.
+ * Statistics: the per-thread counters, declared once as an X-macro table,
+ * and every `stats` group, emitted entry by entry into a stats_sink. The
+ * text protocol's "STAT name value" lines, the binary protocol's STATS map
+ * and the Prometheus endpoint (metrics.c) are sinks over the same entries.
+ *
+ * Each worker owns its counters and is their only writer (a relaxed load
+ * and store, no atomic read-modify-write, no shared cache line); `stats`
+ * sums them.
  */
 #ifndef RHKV_SERVER_STATS_H
 #define RHKV_SERVER_STATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#define THREAD_STATS(X)  \
-	X(cmd_get)       \
-	X(cmd_set)       \
-	X(cmd_flush)     \
-	X(cmd_touch)     \
-	X(get_hits)      \
-	X(get_misses)    \
-	X(get_expired)   \
-	X(delete_misses) \
-	X(delete_hits)   \
-	X(incr_misses)   \
-	X(incr_hits)     \
-	X(decr_misses)   \
-	X(decr_hits)     \
-	X(cas_misses)    \
-	X(cas_hits)      \
-	X(cas_badval)    \
-	X(touch_hits)    \
-	X(touch_misses)  \
-	X(bytes_read)    \
-	X(bytes_written) \
-	X(total_items)   \
-	X(auth_errors)
+#include "latency.h"
+
+/*
+ * X(name, type, help): type is COUNTER (only grows, until `stats reset`)
+ * or GAUGE (goes both ways); help says what the number means (one line,
+ * no backslash: Prometheus' # HELP carries it as it is).
+ */
+#define THREAD_STATS(X)                                                       \
+	X(cmd_get, COUNTER,                                                   \
+	  "Keys looked up by retrieval commands (get, gets, gat, gats)")      \
+	X(cmd_set, COUNTER,                                                   \
+	  "Storage commands (set, add, replace, append, prepend, cas)")       \
+	X(cmd_flush, COUNTER, "flush_all commands")                           \
+	X(cmd_touch, COUNTER, "Keys touched (touch, gat, gats)")              \
+	X(get_hits, COUNTER, "Keys requested and found")                      \
+	X(get_misses, COUNTER, "Keys requested and not found")                \
+	X(get_expired, COUNTER,                                               \
+	  "Keys requested and not found because their item had expired")      \
+	X(delete_misses, COUNTER, "Deletes of a key that was not there")      \
+	X(delete_hits, COUNTER, "Deletes of a key that was there")            \
+	X(incr_misses, COUNTER, "Increments of a key that was not there")     \
+	X(incr_hits, COUNTER, "Increments of a key that was there")           \
+	X(decr_misses, COUNTER, "Decrements of a key that was not there")     \
+	X(decr_hits, COUNTER, "Decrements of a key that was there")           \
+	X(cas_misses, COUNTER, "cas commands on a key that was not there")    \
+	X(cas_hits, COUNTER,                                                  \
+	  "cas commands that stored: the cas value matched")                  \
+	X(cas_badval, COUNTER,                                                \
+	  "cas commands refused: the item changed since its cas value was "   \
+	  "read")                                                             \
+	X(touch_hits, COUNTER, "Keys touched that were there")                \
+	X(touch_misses, COUNTER, "Keys touched that were not there")          \
+	X(bytes_read, COUNTER, "Bytes read from client connections")          \
+	X(bytes_written, COUNTER, "Bytes written to client connections")      \
+	X(total_items, COUNTER, "Items stored (successful storage commands)") \
+	X(auth_errors, COUNTER, "Authentication attempts with a wrong password")
 
 struct thread_stats {
-#define STATS_FIELD(name) _Atomic unsigned long name;
+#define STATS_FIELD(name, type, help) _Atomic unsigned long name;
 	THREAD_STATS(STATS_FIELD)
 #undef STATS_FIELD
 };
 
 /* Sums, as plain numbers. */
 struct stats_sum {
-#define STATS_FIELD(name) unsigned long name;
+#define STATS_FIELD(name, type, help) unsigned long name;
 	THREAD_STATS(STATS_FIELD)
 #undef STATS_FIELD
 };
@@ -55,5 +76,88 @@ static inline void stat_add(_Atomic unsigned long *s, unsigned long v)
 
 #define STAT_INC(st, name)    stat_add(&(st)->name, 1)
 #define STAT_ADD(st, name, v) stat_add(&(st)->name, (v))
+
+struct server;
+struct evbuffer;
+struct msgpack_packer;
+struct conn;
+struct proto_req;
+
+/* What an entry's value is, and so which member of its union holds it. */
+enum stats_kind {
+	STATS_COUNTER, /* u: only grows (until `stats reset`) */
+	STATS_GAUGE,   /* u: goes both ways */
+	STATS_SECONDS, /* sec, usec: time spent, only grows */
+	STATS_TEXT,    /* s: a string */
+	STATS_REAL,    /* r: shown with 3 decimals */
+};
+
+struct stats_entry {
+	const char *name;
+	/* What it means (one line, no backslash); NULL only for the entries
+	 * of `stats settings`. */
+	const char *help;
+	enum stats_kind kind;
+	union {
+		uint64_t u;
+		struct {
+			int64_t sec;
+			long usec;
+		};
+		const char *s;
+		double r;
+	};
+};
+
+/*
+ * Where entries go: emit is called once per entry, in the order `stats`
+ * shows them; the entry and its strings live only for the call.
+ */
+struct stats_sink {
+	void (*emit)(void *arg, const struct stats_entry *e);
+	void *arg;
+};
+
+/*
+ * Emits stats group `group` (n bytes; n == 0: the general stats) into sink;
+ * returns false for an unknown group (nothing emitted). `reset` is not a
+ * group: callers call server_reset_stats().
+ */
+bool stats_emit(struct server *srv, const char *group, size_t n,
+		const struct stats_sink *sink);
+
+/* Enough for any value stats_entry_value() formats (-DBL_MAX as %.3f is
+ * 314 characters). */
+#define STATS_VALUE_MAX 320
+
+/* The value as the text protocol shows it: buf, or the entry's string. */
+const char *stats_entry_value(const struct stats_entry *e,
+			      char buf[STATS_VALUE_MAX]);
+
+/* The text sink: arg is a struct evbuffer *, each entry a line
+ * "STAT name value\r\n". */
+void stats_text_entry(void *arg, const struct stats_entry *e);
+
+/*
+ * The msgpack sink: group `group` as one map of name -> value string (the
+ * text lines' values) packed by pk. Returns 1 when packed, 0 for an unknown
+ * group (nothing packed), -1 when out of memory (what pk got is not whole).
+ */
+int stats_pack(struct server *srv, const char *group, size_t n,
+	       struct msgpack_packer *pk);
+
+/* `stats [group]` on the text protocol: the lines and END, RESET after a
+ * reset, ERROR for an unknown group, into c->out. */
+void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
+
+/* The general stats (stats_emit with n == 0). */
+void server_stats_each(struct server *srv, const struct stats_sink *sink);
+/* Adds up every worker's counters, minus the last reset. */
+void server_sum_stats(struct server *srv, struct stats_sum *sum);
+/* Merges every worker's histograms for each class, minus the last reset. */
+void server_sum_latency(struct server *srv,
+			struct latency_snapshot out[LAT_NCLASSES]);
+/* `stats reset`: counters, connection totals and histograms start over. */
+void server_reset_stats(struct server *srv);
 
 #endif

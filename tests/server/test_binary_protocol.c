@@ -4,12 +4,14 @@
  * with the request's id; a malformed frame with a readable id gets
  * BAD_REQUEST and the connection goes on; one without an id, or claiming
  * more than the frame limit, closes the connection at once (nothing of it
- * is buffered); large values (zero-copy replies) arrive intact. Requests
- * are packed with msgpack-c and the shared codec; replies are decoded with
- * the codec. memcached has no binary protocol of this kind: skipped there.
+ * is buffered); large values (zero-copy replies) arrive intact; STATS
+ * gives what the text `stats` lines give. Requests are packed with
+ * msgpack-c and the shared codec; replies are decoded with the codec.
+ * memcached has no binary protocol of this kind: skipped there.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +191,108 @@ Test(binary, both_protocols_share_the_store)
 				    sizeof(m)),
 			  "%s", m);
 	}
+	hc_close(&t);
+}
+
+/* Queues [STATS, id, group]. */
+static void req_stats(uint64_t id, const char *group)
+{
+	size_t f = proto_bin_begin(&sb);
+
+	proto_bin_pack_request_head(&pk, PROTO_OP_STATS, id, 1);
+	msgpack_pack_str_with_body(&pk, group, strlen(group));
+	proto_bin_end(&sb, f);
+}
+
+/* The reply to STATS group: OK and a map of strings. */
+static msgpack_object_map read_stats_map(uint64_t id, const char *group)
+{
+	struct proto_bin_reply r;
+
+	req_stats(id, group);
+	flush();
+	r = read_reply(id);
+	cr_assert_eq(r.status, PROTO_ST_OK, "stats %s: %s", group,
+		     proto_bin_status_name(r.status));
+	cr_assert_eq(r.payload.type, MSGPACK_OBJECT_MAP);
+	for (uint32_t i = 0; i < r.payload.via.map.size; i++) {
+		cr_assert_eq(r.payload.via.map.ptr[i].key.type,
+			     MSGPACK_OBJECT_STR);
+		cr_assert_eq(r.payload.via.map.ptr[i].val.type,
+			     MSGPACK_OBJECT_STR);
+	}
+	return r.payload.via.map;
+}
+
+static bool str_is(msgpack_object o, const char *s)
+{
+	return o.via.str.size == strlen(s) &&
+	       !memcmp(o.via.str.ptr, s, o.via.str.size);
+}
+
+/*
+ * STATS gives what the text `stats` lines give: the same names in the same
+ * order, and the same values where they do not move between the two;
+ * an unknown group is a BAD_REQUEST; "reset" starts the counters over.
+ */
+Test(binary, stats_match_the_text_lines)
+{
+	static const char *const groups[] = { "", "settings", "table",
+					      "memory" };
+	struct hconn *t;
+	struct hstats s;
+	msgpack_object_map m;
+	struct proto_bin_reply r;
+	uint64_t id = 1;
+
+	start(NULL);
+	t = hc_open(srv.port);
+	cr_assert_not_null(t);
+	req_set(id, "k", "v", 1);
+	flush();
+	expect_status(id++, PROTO_ST_OK);
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		m = read_stats_map(id++, groups[g]);
+		cr_assert_eq(hc_stats(t, groups[g], &s, H_TIMEOUT_MS), 0);
+		cr_assert_eq((int)m.size, s.n, "stats %s: %u entries, %d lines",
+			     groups[g], m.size, s.n);
+		for (uint32_t i = 0; i < m.size; i++) {
+			const char *name = s.name[i];
+			bool steady = g == 1 || g == 2 ||
+				      !strcmp(name, "pid") ||
+				      !strcmp(name, "version") ||
+				      !strcmp(name, "cmd_set") ||
+				      !strcmp(name, "curr_items") ||
+				      !strcmp(name, "limit_maxbytes");
+
+			cr_assert(str_is(m.ptr[i].key, name),
+				  "stats %s: entry %u is %.*s, the line %s",
+				  groups[g], i, (int)m.ptr[i].key.via.str.size,
+				  m.ptr[i].key.via.str.ptr, name);
+			cr_assert(!steady || str_is(m.ptr[i].val, s.value[i]),
+				  "stats %s: %s is %.*s, the line says %s",
+				  groups[g], name,
+				  (int)m.ptr[i].val.via.str.size,
+				  m.ptr[i].val.via.str.ptr, s.value[i]);
+		}
+	}
+	m = read_stats_map(id++, "latency");
+	cr_assert_gt(m.size, 0);
+
+	req_stats(id, "nonsense");
+	flush();
+	r = read_reply(id++);
+	cr_assert_eq(r.status, PROTO_ST_BAD_REQUEST);
+	cr_assert_eq(r.payload.type, MSGPACK_OBJECT_STR, "the error says why");
+
+	m = read_stats_map(id++, "reset");
+	cr_assert_eq(m.size, 0);
+	m = read_stats_map(id++, "");
+	for (uint32_t i = 0; i < m.size; i++)
+		if (str_is(m.ptr[i].key, "cmd_set"))
+			cr_assert(str_is(m.ptr[i].val, "0"), "cmd_set %.*s",
+				  (int)m.ptr[i].val.via.str.size,
+				  m.ptr[i].val.via.str.ptr);
 	hc_close(&t);
 }
 

@@ -1,14 +1,16 @@
 /*
  * Observability of rhkvd: `stats latency` (per-command service-time
  * histograms, merged over worker threads, reset by `stats reset`) and the
- * Prometheus endpoint (--metrics-port): the same counters as `stats`, one
- * histogram per command class whose buckets are cumulative and whose +Inf
- * bucket equals its count. memcached has neither: the tests skip there.
+ * Prometheus endpoint (--metrics-port): the same counters as `stats`, every
+ * series with # HELP and # TYPE lines, one histogram per command class
+ * whose buckets are cumulative and whose +Inf bucket equals its count.
+ * memcached has neither: the tests skip there.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +175,78 @@ static double series(const char *name)
 	return 0;
 }
 
+/* Whether the page has the line "# KIND FAMILY TEXT" with a text (TYPE:
+ * the text `type`, when set). */
+static bool has_comment(const char *kind, const char *family, size_t n,
+			const char *type)
+{
+	char want[160];
+	const char *p;
+
+	snprintf(want, sizeof(want), "\n# %s %.*s ", kind, (int)n, family);
+	p = strstr(page.p, want);
+	if (!p)
+		return false;
+	p += strlen(want);
+	if (type)
+		return !strncmp(p, type, strlen(type)) &&
+		       p[strlen(type)] == '\n';
+	return *p && *p != '\n';
+}
+
+/*
+ * Every series has its family's # HELP (with a text) and # TYPE lines; a
+ * histogram's _bucket, _sum and _count series belong to the family without
+ * the suffix. Every `stats` entry has a series.
+ */
+static void check_help_and_type(const struct hstats *s)
+{
+	static const char *const hist[] = { "_bucket", "_sum", "_count" };
+	static const char *const suffix[] = { " ", "_total ", "_seconds_total ",
+					      "_info{" };
+	const char *body = strstr(page.p, "\r\n\r\n");
+	char want[160];
+	int nseries = 0;
+
+	cr_assert_not_null(body);
+	for (const char *p = body + 3; p; p = strchr(p + 1, '\n')) {
+		size_t n = strcspn(p + 1, "{ \n");
+		const char *type = NULL;
+
+		if (strncmp(p + 1, "rhkv_", 5))
+			continue;
+		nseries++;
+		if (!has_comment("TYPE", p + 1, n, NULL)) {
+			for (size_t i = 0; i < 3 && !type; i++) {
+				size_t k = strlen(hist[i]);
+
+				if (n > k &&
+				    !strncmp(p + 1 + n - k, hist[i], k))
+					type = hist[i];
+			}
+			cr_assert_not_null(type, "no # TYPE for %.*s", (int)n,
+					   p + 1);
+			n -= strlen(type);
+			cr_assert(has_comment("TYPE", p + 1, n, "histogram"),
+				  "no # TYPE histogram for %.*s", (int)n,
+				  p + 1);
+		}
+		cr_assert(has_comment("HELP", p + 1, n, NULL),
+			  "no # HELP for %.*s", (int)n, p + 1);
+	}
+	cr_assert_gt(nseries, s->n);
+	for (int i = 0; i < s->n; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < 4 && !found; k++) {
+			snprintf(want, sizeof(want), "\nrhkv_%s%s", s->name[i],
+				 suffix[k]);
+			found = strstr(page.p, want) != NULL;
+		}
+		cr_assert(found, "stat %s has no series", s->name[i]);
+	}
+}
+
 Test(observability, metrics_endpoint_exports_stats_and_histograms)
 {
 	char port[16], name[160];
@@ -204,6 +278,7 @@ Test(observability, metrics_endpoint_exports_stats_and_histograms)
 	cr_assert_eq(series("rhkv_get_misses_total"), 50);
 	cr_assert_eq(series("rhkv_curr_items"), 50);
 	cr_assert_eq(series("rhkv_threads"), 2);
+	check_help_and_type(&s);
 	cr_assert_not_null(strstr(page.p, "# TYPE rhkv_command_duration_"
 					  "seconds histogram"));
 	for (unsigned int e = 10; e <= 30; e++) {

@@ -1,0 +1,33 @@
+#include <criterion/criterion.h>
+
+#include "common/rcu.h"
+#include "server/conn.h"
+#include "socketless.h"
+
+void socketless_start(struct server *srv, struct worker *w)
+{
+	char *argv[] = { "rhkvd", NULL };
+
+	rhkv_rcu_register_thread();
+	cr_assert_eq(config_parse(&srv->cfg, 1, argv), 0);
+	srv->cache = cache_create(1, 16u << 20);
+	cr_assert_not_null(srv->cache);
+	pthread_mutex_init(&srv->stats_lock, NULL);
+	srv->started = cache_now();
+	w->srv = srv;
+	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
+	cr_assert_not_null(w->lat);
+	srv->workers = w;
+	srv->nworkers = 1;
+}
+
+void socketless_stop(struct server *srv, struct worker *w)
+{
+	while (w->conns)
+		conn_close(w->conns);
+	cache_thread_flush(srv->cache);
+	cache_destroy(srv->cache);
+	free(w->lat);
+	pthread_mutex_destroy(&srv->stats_lock);
+	rhkv_rcu_unregister_thread();
+}
