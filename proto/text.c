@@ -567,6 +567,12 @@ bool proto_text_next_key(const char *buf, const struct proto_req *req,
 	return token_next(buf, pos, req->keys_end, key);
 }
 
+bool proto_text_next_key_before(const char *buf, uint32_t keys_end,
+				uint32_t *pos, struct proto_span *key)
+{
+	return token_next(buf, pos, keys_end, key);
+}
+
 /* Decimal digits of v at dst; returns how many. */
 static size_t put_u64(char *dst, uint64_t v)
 {

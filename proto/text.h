@@ -148,6 +148,10 @@ enum proto_status proto_text_parse(const char *buf, size_t n,
  */
 bool proto_text_next_key(const char *buf, const struct proto_req *req,
 			 uint32_t *pos, struct proto_span *key);
+/* The same, given only req->keys_end (for a caller that keeps no
+ * proto_req). */
+bool proto_text_next_key_before(const char *buf, uint32_t keys_end,
+				uint32_t *pos, struct proto_span *key);
 
 /*
  * Writes "VALUE <key> <flags> <bytes>[ <cas>]\r\n" into dst (at least

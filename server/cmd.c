@@ -1,347 +1,327 @@
 /*
- * Command execution: a parsed request, the cache, and memcached's replies.
- * Protocol-independent in spirit: the text parser fills a proto_req, this
- * file turns it into cache calls and reply bytes in the connection's output.
+ * The executor: one decoded request (request.h), whatever its protocol,
+ * against the cache. Each command's cache call, statistics and rules
+ * (CAS, flags, exptime, auth) are written here once; the connection's
+ * protocol spells the answer (protocol.h).
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "conn.h"
+#include "protocol.h"
 #include "proto/text.h"
 #include "server.h"
 
-/* Values up to this size are copied into the output inside the read-side
- * section; larger ones are referenced, pinned by the item's refcount. */
-#define COPY_MAX 16384
+#define REPLY(c) (&(c)->proto->reply)
 
-static void reply(struct conn *c, const char *s)
+/* A status, unless the client asked for no reply. */
+static void say(struct conn *c, const struct request *r, enum reply_status st,
+		const char *msg)
 {
-	evbuffer_add(c->out, s, strlen(s));
+	if (!r->noreply)
+		REPLY(c)->status(c, r, st, msg);
 }
 
-static struct cache_key key_of(const char *buf, struct proto_span s)
+static bool is_touch(enum req_cmd cmd)
 {
-	return (struct cache_key){ buf + s.off, s.len };
+	return cmd == REQ_GAT || cmd == REQ_GATS;
 }
 
-static void unpin_item(const void *data, size_t len, void *arg)
-{
-	(void)data;
-	(void)len;
-	item_put(arg);
-}
-
-/* Appends VALUE line, data and "\r\n" for a live item (read lock held). */
-static void add_value(struct conn *c, struct item *it, bool with_cas)
-{
-	char hdr[PROTO_VALUE_HEADER_MAX];
-	size_t n =
-		proto_text_value_header(hdr, item_key(it), it->nkey, it->flags,
-					it->nbytes, with_cas, it->cas);
-
-	evbuffer_add(c->out, hdr, n);
-	if (it->nbytes <= COPY_MAX) {
-		evbuffer_add(c->out, item_value(it), it->nbytes + 2);
-		return;
-	}
-	item_get(it); /* dropped when the bytes have left the buffer */
-	evbuffer_add_reference(c->out, item_value(it), it->nbytes + 2,
-			       unpin_item, it);
-}
-
-static void cmd_get(struct conn *c, const char *buf,
-		    const struct proto_req *req)
+/* get, gets, gat, gats: one key or many. An expired item met on the way
+ * is reclaimed at once (lazy expiry) and counted. */
+static void exec_get(struct conn *c, const struct request *r)
 {
 	struct cache *cache = c->w->srv->cache;
 	struct thread_stats *st = &c->w->stats;
-	bool touch = req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_GATS;
-	bool with_cas =
-		req->cmd == PROTO_CMD_GETS || req->cmd == PROTO_CMD_GATS;
-	int64_t exptime = touch ? cache_abs_exptime(req->exptime) : 0;
-	uint32_t pos = req->key.off;
-	struct proto_span key;
+	const struct reply_ops *ops = REPLY(c);
+	bool touch = is_touch(r->cmd);
+	int64_t exptime = touch ? cache_abs_exptime(r->exptime) : 0;
+	uint32_t pos = r->keys.first;
+	struct cache_key key;
 
-	while (proto_text_next_key(buf, req, &pos, &key)) {
-		struct item *it;
-		bool expired;
+	ops->values_begin(c, r);
+	while (r->keys.next(r, &pos, &key)) {
+		struct item *it = NULL;
+		bool expired = false;
 
 		STAT_INC(st, cmd_get);
 		if (touch)
 			STAT_INC(st, cmd_touch);
-		rhkv_rcu_read_lock();
-		it = cache_find(cache, key_of(buf, key), &expired);
-		if (it) {
-			if (touch)
-				cache_item_set_exptime(cache, it, exptime);
-			add_value(c, it, with_cas);
+		if (key.n) {
+			rhkv_rcu_read_lock();
+			it = cache_find(cache, key, &expired);
+			if (it) {
+				if (touch)
+					cache_item_set_exptime(cache, it,
+							       exptime);
+				ops->value(c, r, it);
+			}
+			rhkv_rcu_read_unlock();
 		}
-		rhkv_rcu_read_unlock();
-		if (expired) /* lazy expiry: reclaim what we met */
-			cache_reap(cache, key_of(buf, key));
 		if (it) {
 			STAT_INC(st, get_hits);
 			if (touch)
 				STAT_INC(st, touch_hits);
-		} else {
-			STAT_INC(st, get_misses);
-			if (touch)
-				STAT_INC(st, touch_misses);
-			if (expired)
-				STAT_INC(st, get_expired);
+			continue;
 		}
+		STAT_INC(st, get_misses);
+		if (touch)
+			STAT_INC(st, touch_misses);
+		if (expired) {
+			STAT_INC(st, get_expired);
+			cache_reap(cache, key);
+		}
+		ops->miss(c, r);
 	}
-	reply(c, "END\r\n");
+	ops->values_end(c, r);
 }
 
-static void cmd_store(struct conn *c, const char *buf,
-		      const struct proto_req *req)
+static void exec_store(struct conn *c, const struct request *r)
 {
 	static const enum cache_store_mode modes[] = {
-		[PROTO_CMD_SET] = CACHE_SET,
-		[PROTO_CMD_ADD] = CACHE_ADD,
-		[PROTO_CMD_REPLACE] = CACHE_REPLACE,
-		[PROTO_CMD_APPEND] = CACHE_APPEND,
-		[PROTO_CMD_PREPEND] = CACHE_PREPEND,
-		[PROTO_CMD_CAS] = CACHE_CAS,
+		[REQ_SET] = CACHE_SET,	       [REQ_ADD] = CACHE_ADD,
+		[REQ_REPLACE] = CACHE_REPLACE, [REQ_APPEND] = CACHE_APPEND,
+		[REQ_PREPEND] = CACHE_PREPEND, [REQ_CAS] = CACHE_CAS,
 	};
 	struct thread_stats *st = &c->w->stats;
+	uint64_t cas = 0;
 	enum cache_result res;
-	const char *text;
 
 	STAT_INC(st, cmd_set);
-	res = cache_store(c->w->srv->cache, c->w->id, modes[req->cmd],
-			  key_of(buf, req->key), req->flags,
-			  cache_abs_exptime(req->exptime), buf + req->value_off,
-			  req->nbytes, req->cas, NULL);
+	res = cache_store(c->w->srv->cache, c->w->id, modes[r->cmd], r->key,
+			  r->flags, cache_abs_exptime(r->exptime), r->value,
+			  r->nbytes, r->cas, &cas);
 	switch (res) {
 	case CACHE_STORED:
-		text = "STORED\r\n";
 		STAT_INC(st, total_items);
-		if (req->cmd == PROTO_CMD_CAS)
+		if (r->cmd == REQ_CAS)
 			STAT_INC(st, cas_hits);
-		break;
+		if (!r->noreply)
+			REPLY(c)->stored(c, r, cas);
+		return;
 	case CACHE_EXISTS:
-		text = "EXISTS\r\n";
 		STAT_INC(st, cas_badval);
-		break;
+		say(c, r, REPLY_EXISTS, NULL);
+		return;
 	case CACHE_NOT_FOUND:
-		text = "NOT_FOUND\r\n";
 		STAT_INC(st, cas_misses);
-		break;
+		say(c, r, REPLY_NOT_FOUND, NULL);
+		return;
 	case CACHE_NO_MEMORY:
-		text = "SERVER_ERROR out of memory storing object\r\n";
-		break;
+		say(c, r, REPLY_NO_MEMORY, "out of memory storing object");
+		return;
 	default:
-		text = "NOT_STORED\r\n";
-		break;
+		say(c, r, REPLY_NOT_STORED, NULL);
+		return;
 	}
-	if (!req->noreply)
-		reply(c, text);
 }
 
-static void cmd_delete(struct conn *c, const char *buf,
-		       const struct proto_req *req)
+static void exec_delete(struct conn *c, const struct request *r)
 {
-	bool hit = cache_delete(c->w->srv->cache, key_of(buf, req->key));
+	bool hit = cache_delete(c->w->srv->cache, r->key);
 
 	if (hit)
 		STAT_INC(&c->w->stats, delete_hits);
 	else
 		STAT_INC(&c->w->stats, delete_misses);
-	if (!req->noreply)
-		reply(c, hit ? "DELETED\r\n" : "NOT_FOUND\r\n");
+	say(c, r, hit ? REPLY_DELETED : REPLY_NOT_FOUND, NULL);
 }
 
-static void cmd_incr(struct conn *c, const char *buf,
-		     const struct proto_req *req)
+static void exec_incr(struct conn *c, const struct request *r)
 {
 	struct thread_stats *st = &c->w->stats;
-	bool incr = req->cmd == PROTO_CMD_INCR;
+	bool incr = r->cmd == REQ_INCR;
 	uint64_t value = 0;
 	enum cache_result res;
 
-	res = cache_incr(c->w->srv->cache, c->w->id, key_of(buf, req->key),
-			 incr, req->delta, &value);
-	if (res == CACHE_NOT_FOUND)
-		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
-	else if (res == CACHE_STORED)
-		incr ? STAT_INC(st, incr_hits) : STAT_INC(st, decr_hits);
-	if (req->noreply)
-		return;
+	res = cache_incr(c->w->srv->cache, c->w->id, r->key, incr, r->delta,
+			 &value);
 	switch (res) {
 	case CACHE_STORED:
-		evbuffer_add_printf(c->out, "%" PRIu64 "\r\n", value);
-		break;
+		incr ? STAT_INC(st, incr_hits) : STAT_INC(st, decr_hits);
+		if (!r->noreply)
+			REPLY(c)->number(c, r, value);
+		return;
 	case CACHE_NOT_FOUND:
-		reply(c, "NOT_FOUND\r\n");
-		break;
+		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
+		say(c, r, REPLY_NOT_FOUND, NULL);
+		return;
 	case CACHE_NON_NUMERIC:
-		reply(c, "CLIENT_ERROR cannot increment or decrement "
-			 "non-numeric value\r\n");
-		break;
+		say(c, r, REPLY_NON_NUMERIC, NULL);
+		return;
 	default:
-		reply(c, "SERVER_ERROR out of memory\r\n");
-		break;
+		say(c, r, REPLY_NO_MEMORY, "out of memory");
+		return;
 	}
 }
 
-static void cmd_touch(struct conn *c, const char *buf,
-		      const struct proto_req *req)
+static void exec_touch(struct conn *c, const struct request *r)
 {
-	bool hit = cache_touch(c->w->srv->cache, key_of(buf, req->key),
-			       cache_abs_exptime(req->exptime));
+	bool hit = cache_touch(c->w->srv->cache, r->key,
+			       cache_abs_exptime(r->exptime));
 
 	STAT_INC(&c->w->stats, cmd_touch);
 	if (hit)
 		STAT_INC(&c->w->stats, touch_hits);
 	else
 		STAT_INC(&c->w->stats, touch_misses);
-	if (!req->noreply)
-		reply(c, hit ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
+	say(c, r, hit ? REPLY_TOUCHED : REPLY_NOT_FOUND, NULL);
 }
 
-struct scan_out {
+struct scan_ctx {
 	struct conn *c;
-	const char *pat;
-	size_t plen;
+	const struct request *r;
 };
 
 static void scan_key(const struct item *it, void *arg)
 {
-	struct scan_out *so = arg;
+	struct scan_ctx *sc = arg;
+	const struct request *r = sc->r;
 
-	if (so->pat &&
-	    !proto_glob_match(so->pat, so->plen, item_key(it), it->nkey))
+	if (r->match.p &&
+	    !proto_glob_match(r->match.p, r->match.n, item_key(it), it->nkey))
 		return;
-	evbuffer_add(so->c->out, "KEY ", 4);
-	evbuffer_add(so->c->out, item_key(it), it->nkey);
-	evbuffer_add(so->c->out, "\r\n", 2);
+	REPLY(sc->c)->key(sc->c, r, item_key(it), it->nkey);
 }
 
-static void cmd_scan(struct conn *c, const char *buf,
-		     const struct proto_req *req)
+static void exec_scan(struct conn *c, const struct request *r)
 {
-	struct scan_out so = { c, NULL, 0 };
+	struct scan_ctx sc = { c, r };
 	uint64_t next;
 
-	if (req->has_match) {
-		so.pat = buf + req->match.off;
-		so.plen = req->match.len;
-	}
-	next = cache_scan(c->w->srv->cache, req->cursor, req->count, scan_key,
-			  &so);
-	evbuffer_add_printf(c->out, "CURSOR %" PRIu64 "\r\n", next);
+	next = cache_scan(c->w->srv->cache, r->cursor, r->count, scan_key, &sc);
+	REPLY(c)->keys_end(c, r, next);
 }
 
-/* auth <password>: constant-time comparison; failures are counted. */
-static void cmd_auth_text(struct conn *c, const char *buf,
-			  const struct proto_req *req)
+/* auth <password>: compared in constant time; failures are counted. */
+static void exec_auth(struct conn *c, const struct request *r)
 {
 	const struct config *cfg = &c->w->srv->cfg;
 
 	if (!cfg->password) {
-		reply(c, "CLIENT_ERROR no password is configured\r\n");
-		return;
-	}
-	if (config_password_ok(cfg, buf + req->arg.off, req->arg.len)) {
+		REPLY(c)->status(c, r, REPLY_NO_PASSWORD, NULL);
+	} else if (config_password_ok(cfg, r->arg.p, r->arg.n)) {
 		c->authed = true;
-		reply(c, "OK\r\n");
+		REPLY(c)->status(c, r, REPLY_OK, NULL);
+	} else {
+		STAT_INC(&c->w->stats, auth_errors);
+		REPLY(c)->status(c, r, REPLY_AUTH_FAILED, NULL);
+	}
+}
+
+static void exec_stats(struct conn *c, const struct request *r)
+{
+	struct server *srv = c->w->srv;
+	const struct stats_sink *sink;
+
+	if (r->arg.n == 5 && !memcmp(r->arg.p, "reset", 5)) {
+		server_reset_stats(srv);
+		REPLY(c)->status(c, r, REPLY_RESET, NULL);
 		return;
 	}
-	STAT_INC(&c->w->stats, auth_errors);
-	reply(c, "CLIENT_ERROR auth failed\r\n");
+	sink = REPLY(c)->stats_begin(c, r);
+	REPLY(c)->stats_end(c, r, stats_emit(srv, r->arg.p, r->arg.n, sink));
 }
 
-unsigned int cmd_latency_class(const struct proto_req *req)
-{
-	switch (req->cmd) {
-	case PROTO_CMD_GET:
-	case PROTO_CMD_GETS:
-	case PROTO_CMD_GAT:
-	case PROTO_CMD_GATS:
-		return LAT_get;
-	case PROTO_CMD_SET:
-	case PROTO_CMD_ADD:
-	case PROTO_CMD_REPLACE:
-	case PROTO_CMD_APPEND:
-	case PROTO_CMD_PREPEND:
-	case PROTO_CMD_CAS:
-		return LAT_set;
-	case PROTO_CMD_DELETE:
-		return LAT_delete;
-	case PROTO_CMD_INCR:
-	case PROTO_CMD_DECR:
-		return LAT_incr;
-	case PROTO_CMD_TOUCH:
-		return LAT_touch;
-	case PROTO_CMD_SCAN:
-		return LAT_scan;
-	default:
-		return LAT_other;
-	}
-}
-
-void cmd_execute(struct conn *c, const char *buf, const struct proto_req *req)
+void cmd_execute(struct conn *c, const struct request *r)
 {
 	struct server *srv = c->w->srv;
 
-	switch (req->cmd) {
-	case PROTO_CMD_GET:
-	case PROTO_CMD_GETS:
-	case PROTO_CMD_GAT:
-	case PROTO_CMD_GATS:
-		cmd_get(c, buf, req);
+	switch (r->cmd) {
+	case REQ_GET:
+	case REQ_GETS:
+	case REQ_GAT:
+	case REQ_GATS:
+		exec_get(c, r);
 		break;
-	case PROTO_CMD_SET:
-	case PROTO_CMD_ADD:
-	case PROTO_CMD_REPLACE:
-	case PROTO_CMD_APPEND:
-	case PROTO_CMD_PREPEND:
-	case PROTO_CMD_CAS:
-		cmd_store(c, buf, req);
+	case REQ_SET:
+	case REQ_ADD:
+	case REQ_REPLACE:
+	case REQ_APPEND:
+	case REQ_PREPEND:
+	case REQ_CAS:
+		exec_store(c, r);
 		break;
-	case PROTO_CMD_DELETE:
-		cmd_delete(c, buf, req);
+	case REQ_DELETE:
+		exec_delete(c, r);
 		break;
-	case PROTO_CMD_INCR:
-	case PROTO_CMD_DECR:
-		cmd_incr(c, buf, req);
+	case REQ_INCR:
+	case REQ_DECR:
+		exec_incr(c, r);
 		break;
-	case PROTO_CMD_TOUCH:
-		cmd_touch(c, buf, req);
+	case REQ_TOUCH:
+		exec_touch(c, r);
 		break;
-	case PROTO_CMD_FLUSH_ALL:
+	case REQ_FLUSH_ALL:
 		STAT_INC(&c->w->stats, cmd_flush);
-		cache_flush(srv->cache, req->delay);
-		if (!req->noreply)
-			reply(c, "OK\r\n");
+		cache_flush(srv->cache, r->delay);
+		say(c, r, REPLY_OK, NULL);
 		break;
-	case PROTO_CMD_VERSION:
-		reply(c, "VERSION " RHKV_VERSION "\r\n");
+	case REQ_VERSION:
+		REPLY(c)->version(c, r, RHKV_VERSION);
 		break;
-	case PROTO_CMD_VERBOSITY:
-		atomic_store(&srv->verbosity, (int)req->verbosity);
-		if (!req->noreply)
-			reply(c, "OK\r\n");
+	case REQ_VERBOSITY:
+		atomic_store(&srv->verbosity, (int)r->verbosity);
+		say(c, r, REPLY_OK, NULL);
 		break;
-	case PROTO_CMD_AUTH:
-		cmd_auth_text(c, buf, req);
+	case REQ_CACHE_MEMLIMIT:
+		cache_set_limit(srv->cache, (uint64_t)r->memlimit << 20);
+		say(c, r, REPLY_OK, NULL);
 		break;
-	case PROTO_CMD_CACHE_MEMLIMIT:
-		cache_set_limit(srv->cache, (uint64_t)req->memlimit << 20);
-		if (!req->noreply)
-			reply(c, "OK\r\n");
+	case REQ_AUTH:
+		exec_auth(c, r);
 		break;
-	case PROTO_CMD_QUIT:
+	case REQ_QUIT:
+		REPLY(c)->status(c, r, REPLY_BYE, NULL);
 		c->close_when_done = true;
 		break;
-	case PROTO_CMD_STATS:
-		cmd_stats(c, buf, req);
+	case REQ_STATS:
+		exec_stats(c, r);
 		break;
-	case PROTO_CMD_SCAN:
-		cmd_scan(c, buf, req);
+	case REQ_SCAN:
+		exec_scan(c, r);
 		break;
+	case REQ_NOOP:
+		REPLY(c)->status(c, r, REPLY_OK, NULL);
+		break;
+	}
+}
+
+void cmd_too_large(struct conn *c, const struct request *r)
+{
+	if (!c->authed) {
+		REPLY(c)->status(c, r, REPLY_AUTH_REQUIRED, NULL);
+		return;
+	}
+	say(c, r, REPLY_TOO_LARGE, NULL);
+	if (r->cmd == REQ_SET)
+		cache_delete(c->w->srv->cache, r->key);
+}
+
+unsigned int cmd_latency_class(const struct request *r)
+{
+	switch (r->cmd) {
+	case REQ_GET:
+	case REQ_GETS:
+	case REQ_GAT:
+	case REQ_GATS:
+		return LAT_get;
+	case REQ_SET:
+	case REQ_ADD:
+	case REQ_REPLACE:
+	case REQ_APPEND:
+	case REQ_PREPEND:
+	case REQ_CAS:
+		return LAT_set;
+	case REQ_DELETE:
+		return LAT_delete;
+	case REQ_INCR:
+	case REQ_DECR:
+		return LAT_incr;
+	case REQ_TOUCH:
+		return LAT_touch;
+	case REQ_SCAN:
+		return LAT_scan;
+	default:
+		return LAT_other;
 	}
 }

@@ -1,25 +1,26 @@
 /*
- * A connection's lifecycle: read what the socket has, execute every
- * complete request in one pass, write all replies with one write, and apply
+ * A connection's lifecycle and its batch loop, the one request path for
+ * every protocol and transport: read what the transport has, decode every
+ * complete request (one ahead, its bucket prefetched), gate on auth,
+ * execute, record latency, write all replies with one write, and apply
  * backpressure (no reading while output is past the high-water mark).
  */
 #include "conn.h"
 
-#include <errno.h>
-#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
-#include "proto/binary.h"
 #include "proto/text.h"
+#include "protocol.h"
 #include "server.h"
+#include "transport.h"
 
 #define RBUF_INITIAL 16384
 
-static void conn_on_event(evutil_socket_t fd, short what, void *arg);
+/* How long a finished connection waits for the peer's EOF. */
+#define LINGER_S 2
 
 /* Brings srv->conn_bytes up to date with this connection's buffers: one
  * shared atomic add, only when they changed. */
@@ -47,202 +48,216 @@ static bool conn_memory_full(const struct conn *c)
 	       (int64_t)srv->cfg.conn_memory;
 }
 
-struct conn *conn_new(struct worker *w, int fd)
+bool conn_slot_take(struct server *srv)
+{
+	if (atomic_fetch_add(&srv->curr_conns, 1) >= srv->cfg.conn_limit) {
+		atomic_fetch_sub(&srv->curr_conns, 1);
+		atomic_fetch_add(&srv->rejected_conns, 1);
+		return false;
+	}
+	atomic_fetch_add(&srv->total_conns, 1);
+	return true;
+}
+
+void conn_slot_give(struct server *srv)
+{
+	atomic_fetch_sub(&srv->curr_conns, 1);
+}
+
+struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 
-	if (!c)
-		goto fail;
+	if (!c) {
+		if (fd >= 0)
+			close(fd);
+		conn_slot_give(w->srv);
+		return NULL;
+	}
 	c->w = w;
 	c->fd = fd;
+	c->transport = t;
 	c->rcap = RBUF_INITIAL;
 	c->rbuf = malloc(c->rcap);
 	c->out = evbuffer_new();
-	c->rev = event_new(w->base, fd, EV_READ | EV_PERSIST, conn_on_event, c);
-	c->wev =
-		event_new(w->base, fd, EV_WRITE | EV_PERSIST, conn_on_event, c);
-	if (!c->rbuf || !c->out || !c->rev || !c->wev ||
-	    event_add(c->rev, NULL)) {
-		conn_close(c);
-		return NULL;
-	}
 	c->last_active = cache_now();
 	c->authed = w->srv->cfg.password == NULL;
-	account(c, buffer_bytes(c));
 	c->next = w->conns;
 	if (c->next)
 		c->next->prev = c;
 	w->conns = c;
 	w->nconns++;
+	if (!c->rbuf || !c->out || t->open(c)) {
+		conn_close(c);
+		return NULL;
+	}
+	account(c, buffer_bytes(c));
+	t->wait(c, true, false);
 	return c;
-fail:
-	close(fd);
-	atomic_fetch_sub(&w->srv->curr_conns, 1);
-	return NULL;
 }
 
 void conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
 
-	if (c->prev || w->conns == c) {
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			w->conns = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
-		w->nconns--;
-	}
-	if (c->rev)
-		event_free(c->rev);
-	if (c->wev)
-		event_free(c->wev);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	w->nconns--;
+	c->transport->close(c);
 	if (c->out)
 		evbuffer_free(c->out); /* drops references to large items */
-	if (c->mem_in)
-		evbuffer_free(c->mem_in); /* mem_out is the feeder's */
 	free(c->rbuf);
-	if (c->bin) {
-		msgpack_sbuffer_destroy(&c->bin->sb);
-		proto_bin_decoder_destroy(&c->bin->dec[0]);
-		proto_bin_decoder_destroy(&c->bin->dec[1]);
-		free(c->bin);
-	}
-	if (c->w)
-		account(c, 0);
-	if (c->fd >= 0)
-		close(c->fd);
-	atomic_fetch_sub(&w->srv->curr_conns, 1);
+	if (c->proto && c->proto->close)
+		c->proto->close(c);
+	account(c, 0);
+	conn_slot_give(w->srv);
 	free(c);
 }
 
-static void reply(struct conn *c, const char *s)
+/* ---- output ---- */
+
+void conn_add(struct conn *c, const void *p, size_t n)
 {
-	evbuffer_add(c->out, s, strlen(s));
+	if (!c->broken && evbuffer_add(c->out, p, n))
+		c->broken = true;
 }
 
-/* Most a request can need in the input buffer: a line and a value. */
-static size_t rbuf_limit(const struct conn *c)
+static void unpin_item(const void *data, size_t len, void *arg)
 {
-	if (!c->authed)
-		return 2 * CONN_PREAUTH_LIMIT;
-	return PROTO_GET_LINE_MAX + (size_t)c->w->srv->cfg.max_item_size + 2;
+	(void)data;
+	(void)len;
+	item_put(arg);
 }
 
-/* Executes the complete text requests in rbuf; returns the bytes used. */
-static size_t process_text(struct conn *c)
+bool conn_add_item_bytes(struct conn *c, struct item *it, const char *p,
+			 size_t n)
 {
-	const struct config *cfg = &c->w->srv->cfg;
-	/* Before auth a value is discarded as it arrives, never buffered. */
-	const struct proto_limits lim = {
-		.max_value = c->authed ? cfg->max_item_size : CONN_PREAUTH_LIMIT
-	};
-	struct latency_hist *lat = c->w->lat;
-	struct proto_req next;
-	enum proto_status next_st = PROTO_NEED_MORE;
-	bool have_next = false;
-	uint64_t t0 = 0, t1;
+	if (c->broken)
+		return false;
+	if (n > REPLY_COPY_MAX) {
+		item_get(it); /* dropped when the bytes have left the buffer */
+		if (!evbuffer_add_reference(c->out, p, n, unpin_item, it))
+			return true;
+		item_put(it); /* not queued: the cleanup will never run */
+	}
+	if (!evbuffer_add(c->out, p, n))
+		return true;
+	log_warn("closing connection %d: out of memory for a reply", c->fd);
+	c->broken = true;
+	return false;
+}
+
+/* Bytes of replies not yet written, staged ones included. */
+static size_t pending(const struct conn *c)
+{
+	return evbuffer_get_length(c->out) +
+	       (c->proto && c->proto->staged ? c->proto->staged(c) : 0);
+}
+
+/* ---- the batch loop ---- */
+
+/* Whether a request may run before the connection has authenticated. */
+static bool allowed_before_auth(const struct request *r)
+{
+	return r->cmd == REQ_AUTH || r->cmd == REQ_QUIT;
+}
+
+/* Acts on one decoded request (or a decoder's refusal). */
+static void dispatch(struct conn *c, enum decode_status st,
+		     const struct request *r, uint64_t *t0)
+{
+	const struct reply_ops *ops = &c->proto->reply;
+	uint64_t t1;
+
+	switch (st) {
+	case DECODE_OK:
+		if (!c->authed && !allowed_before_auth(r)) {
+			ops->status(c, r, REPLY_AUTH_REQUIRED, NULL);
+			return;
+		}
+		cmd_execute(c, r);
+		t1 = latency_now_ns();
+		latency_record(&c->w->lat[cmd_latency_class(r)], t1 - *t0);
+		*t0 = t1;
+		return;
+	case DECODE_REJECT:
+		if (!r->noreply)
+			ops->status(c, r, r->status, r->message);
+		return;
+	case DECODE_TOO_LARGE:
+		cmd_too_large(c, r);
+		c->swallow = r->swallow;
+		return;
+	case DECODE_CLOSE:
+		if (r->status != REPLY_NONE)
+			ops->status(c, r, r->status, r->message);
+		c->close_when_done = true;
+		return;
+	case DECODE_NEED_MORE:
+		return;
+	}
+}
+
+/*
+ * Executes the complete requests in rbuf; returns the bytes used. Each
+ * request's time runs from the end of the previous one (or the start of
+ * the pass) to the end of its execution: decoding included, one clock
+ * read per request.
+ */
+static size_t run_batch(struct conn *c)
+{
+	const struct protocol *p = c->proto;
+	size_t hwm = c->w->srv->cfg.output_hwm;
+	struct request req[2];
+	enum decode_status st[2];
+	unsigned int cur = 0;
+	bool ahead = false;
+	uint64_t t0 = latency_now_ns();
 	size_t off = 0;
 
-	/*
-	 * Each request's time runs from the end of the previous one (or the
-	 * start of the pass) to the end of its execution: parsing included,
-	 * one clock read per request.
-	 */
-	if (c->rlen)
-		t0 = latency_now_ns();
-	while (off < c->rlen && !c->close_when_done &&
-	       evbuffer_get_length(c->out) < cfg->output_hwm) {
+	while (off < c->rlen && !c->close_when_done && !c->broken &&
+	       pending(c) < hwm) {
 		const char *buf = c->rbuf + off;
 		size_t n = c->rlen - off;
-		struct proto_req req;
-		enum proto_status st;
+		struct request *r = &req[cur], *next = &req[cur ^ 1];
 
 		if (c->swallow) {
 			size_t k = c->swallow < n ? (size_t)c->swallow : n;
 
 			off += k;
 			c->swallow -= k;
+			ahead = false;
 			continue;
 		}
+		if (!ahead)
+			st[cur] = p->decode(c, buf, n, cur, r);
+		ahead = false;
+		if (st[cur] == DECODE_NEED_MORE)
+			break;
 		/*
-		 * Pipelined batches: the request after this one is parsed now
-		 * and its table bucket prefetched, so that its lookup does not
-		 * stall on memory while this one executes.
+		 * Pipelined batches: the request after this one is decoded
+		 * now and its bucket prefetched, so that its lookup does not
+		 * stall on memory while this one executes. Never past an
+		 * auth, which changes the limits the next one is held to,
+		 * nor past a value still to be discarded.
 		 */
-		if (have_next) {
-			req = next;
-			st = next_st;
-		} else {
-			st = proto_text_parse(buf, n, &lim, &req);
+		if (st[cur] == DECODE_OK && r->cmd != REQ_AUTH && r->len < n) {
+			st[cur ^ 1] = p->decode(c, buf + r->len, n - r->len,
+						cur ^ 1, next);
+			ahead = true;
+			if (st[cur ^ 1] == DECODE_OK && next->key.n)
+				cache_prefetch(c->w->srv->cache, next->key);
 		}
-		have_next = false;
-		if (st == PROTO_OK && req.len < n) {
-			next_st = proto_text_parse(buf + req.len, n - req.len,
-						   &lim, &next);
-			have_next = true;
-			if (next_st == PROTO_OK && next.key.len)
-				cache_prefetch(
-					c->w->srv->cache,
-					(struct cache_key){
-						buf + req.len + next.key.off,
-						next.key.len });
-		}
-		switch (st) {
-		case PROTO_NEED_MORE:
-			goto done;
-		case PROTO_OK:
-			if (!c->authed && req.cmd != PROTO_CMD_AUTH &&
-			    req.cmd != PROTO_CMD_QUIT) {
-				reply(c, "CLIENT_ERROR authentication "
-					 "required\r\n");
-				break;
-			}
-			cmd_execute(c, buf, &req);
-			t1 = latency_now_ns();
-			latency_record(&lat[cmd_latency_class(&req)], t1 - t0);
-			t0 = t1;
-			break;
-		case PROTO_ERROR:
-			reply(c, "ERROR\r\n");
-			break;
-		case PROTO_CLIENT_ERROR:
-			/* memcached: noreply silences errors too. */
-			if (!req.noreply)
-				evbuffer_add_printf(c->out,
-						    "CLIENT_ERROR %s\r\n",
-						    req.error);
-			break;
-		case PROTO_TOO_LARGE:
-			if (!c->authed)
-				reply(c, "CLIENT_ERROR authentication "
-					 "required\r\n");
-			else if (!req.noreply)
-				reply(c, "SERVER_ERROR object too large for "
-					 "cache\r\n");
-			/* As memcached: a too large set drops the old value
-			 * (only for a client allowed to write). */
-			if (req.cmd == PROTO_CMD_SET && c->authed)
-				cache_delete(
-					c->w->srv->cache,
-					(struct cache_key){ buf + req.key.off,
-							    req.key.len });
-			c->swallow = req.swallow;
-			break;
-		case PROTO_LINE_TOO_LONG:
-			reply(c, "CLIENT_ERROR line too long\r\n");
-			c->close_when_done = true;
-			req.len = n;
-			break;
-		case PROTO_CLOSE:
-			c->close_when_done = true;
-			req.len = n;
-			break;
-		}
-		off += req.len;
+		dispatch(c, st[cur], r, &t0);
+		off += r->len;
+		cur ^= 1;
 	}
-done:
+	if (p->flush)
+		p->flush(c);
 	return off;
 }
 
@@ -250,18 +265,8 @@ done:
  * 0x00, which no text command does. */
 static bool choose_protocol(struct conn *c)
 {
-	if (c->rbuf[0] != 0) {
-		c->proto = CONN_TEXT;
-		return true;
-	}
-	c->bin = calloc(1, sizeof(*c->bin));
-	if (!c->bin)
-		return false;
-	msgpack_sbuffer_init(&c->bin->sb);
-	proto_bin_decoder_init(&c->bin->dec[0]);
-	proto_bin_decoder_init(&c->bin->dec[1]);
-	c->proto = CONN_BINARY;
-	return true;
+	c->proto = c->rbuf[0] == 0 ? &protocol_binary : &protocol_text;
+	return !c->proto->open || c->proto->open(c) == 0;
 }
 
 /* Executes every complete request in rbuf and keeps the rest. */
@@ -271,14 +276,11 @@ static void process(struct conn *c)
 
 	if (!c->rlen)
 		return;
-	if (c->proto == CONN_UNKNOWN && !choose_protocol(c)) {
-		c->close_when_done = true;
+	if (!c->proto && !choose_protocol(c)) {
+		c->broken = true;
 		return;
 	}
-	if (c->proto == CONN_BINARY)
-		off = cmd_binary_process(c, c->rbuf, c->rlen);
-	else
-		off = process_text(c);
+	off = run_batch(c);
 	if (off) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
@@ -295,56 +297,63 @@ static void process(struct conn *c)
 	}
 }
 
+/* Most a request can need in the input buffer: a line and a value (the
+ * text protocol's longest; a binary frame needs less). */
+static size_t rbuf_limit(const struct conn *c)
+{
+	if (!c->authed)
+		return 2 * CONN_PREAUTH_LIMIT;
+	return PROTO_GET_LINE_MAX + (size_t)c->w->srv->cfg.max_item_size + 2;
+}
+
+/* Makes room to read; false when the connection must close now. */
+static bool grow_rbuf(struct conn *c)
+{
+	size_t cap = c->rcap * 2;
+	char *p;
+
+	if (cap > rbuf_limit(c))
+		cap = rbuf_limit(c);
+	if (cap == c->rcap)
+		return false; /* the decoders bound requests: cannot happen */
+	if (conn_memory_full(c)) {
+		/* Growing now would take memory other clients' buffers need:
+		 * this request cannot be read. */
+		log_info("closing connection %d: connection memory full "
+			 "(--conn-memory)",
+			 c->fd);
+		evbuffer_add_printf(c->out, "SERVER_ERROR out of memory "
+					    "reading request\r\n");
+		c->transport->write(c, c->out);
+		return false;
+	}
+	p = realloc(c->rbuf, cap);
+	if (!p)
+		return false;
+	c->rbuf = p;
+	c->rcap = cap;
+	return true;
+}
+
 /* Reads once; returns false when the connection must close now. */
 static bool conn_read(struct conn *c)
 {
 	ssize_t n;
 
-	if (c->rlen == c->rcap) {
-		size_t cap = c->rcap * 2;
-		char *p;
-
-		if (cap > rbuf_limit(c))
-			cap = rbuf_limit(c);
-		if (cap == c->rcap)
-			return false; /* the parser bounds lines: cannot happen */
-		if (conn_memory_full(c)) {
-			/* Growing now would take memory other clients' buffers
-			 * need: this request cannot be read. */
-			log_info("closing connection %d: connection memory "
-				 "full (--conn-memory)",
-				 c->fd);
-			evbuffer_add_printf(
-				c->out, "SERVER_ERROR out of memory reading "
-					"request\r\n");
-			if (c->mem_in)
-				evbuffer_add_buffer(c->mem_out, c->out);
-			else
-				evbuffer_write(c->out, c->fd);
-			return false;
-		}
-		p = realloc(c->rbuf, cap);
-		if (!p)
-			return false;
-		c->rbuf = p;
-		c->rcap = cap;
-	}
-	if (c->mem_in) {
-		n = evbuffer_remove(c->mem_in, c->rbuf + c->rlen,
-				    c->rcap - c->rlen);
-		if (n == 0 && !c->mem_eof)
-			return true;
-	} else {
-		n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
-	}
+	c->read_wants_write = false;
+	if (c->rlen == c->rcap && !grow_rbuf(c))
+		return false;
+	n = c->transport->read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
 	if (n == 0) {
 		/* The peer closed its side (or half-closed): no more input,
 		 * but the requests already here are answered in full. */
 		c->peer_eof = true;
 		return true;
 	}
+	if (n == TRANSPORT_WANT_WRITE)
+		c->read_wants_write = true;
 	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
+		return n != TRANSPORT_ERROR;
 	/* Bytes alone do not count as activity (last_active): a client
 	 * trickling a request that never completes is idle (slowloris). */
 	c->rlen += (size_t)n;
@@ -355,17 +364,13 @@ static bool conn_read(struct conn *c)
 /* Writes what it can; returns false on a broken connection. */
 static bool conn_write(struct conn *c)
 {
-	size_t before = evbuffer_get_length(c->out);
-	int n;
+	ssize_t n;
 
-	if (!before)
+	if (!evbuffer_get_length(c->out))
 		return true;
-	if (c->mem_in) /* the peer takes everything at once */
-		n = evbuffer_add_buffer(c->mem_out, c->out) ? -1 : (int)before;
-	else
-		n = evbuffer_write(c->out, c->fd);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
+	n = c->transport->write(c, c->out);
+	if (n == TRANSPORT_ERROR)
+		return false;
 	if (n > 0) {
 		STAT_ADD(&c->w->stats, bytes_written, (unsigned long)n);
 		c->last_active = cache_now();
@@ -374,42 +379,26 @@ static bool conn_write(struct conn *c)
 	return true;
 }
 
-/* Subscribes to what the connection now waits for. */
+/* Tells the transport what the connection now waits for. */
 static void update_events(struct conn *c)
 {
-	size_t pending = evbuffer_get_length(c->out);
+	size_t out = evbuffer_get_length(c->out);
 	/* Past --conn-memory, connections with replies pending wait for
 	 * them to drain before they may add more. */
 	bool want_read = !c->close_when_done && !c->peer_eof &&
-			 pending < c->w->srv->cfg.output_hwm &&
-			 !(pending && conn_memory_full(c));
+			 out < c->w->srv->cfg.output_hwm &&
+			 !(out && conn_memory_full(c));
 
-	if (pending) {
-		if (c->wev)
-			event_add(c->wev, NULL);
-		if (!c->stalled_since)
-			c->stalled_since = cache_now();
-	} else {
-		if (c->wev)
-			event_del(c->wev);
+	if (!out)
 		c->stalled_since = 0;
-	}
-	if (want_read == c->read_paused) {
-		if (c->rev) {
-			if (want_read)
-				event_add(c->rev, NULL);
-			else
-				event_del(c->rev);
-		}
-		c->read_paused = !want_read;
-	}
+	else if (!c->stalled_since)
+		c->stalled_since = cache_now();
+	c->transport->wait(c, want_read && !c->read_wants_write,
+			   out || (want_read && c->read_wants_write));
 }
 
-/* How long a finished connection waits for the peer's EOF. */
-#define LINGER_S 2
-
 /*
- * Ends a connection whose replies have all been written. A plain close()
+ * Ends a connection whose replies have all been written. A plain close
  * with unread input makes the kernel send a reset, which throws away the
  * replies still in the socket's send queue: so first shut down our side
  * (the peer reads every reply, then EOF), discard what the peer still
@@ -417,18 +406,14 @@ static void update_events(struct conn *c)
  */
 static bool conn_finish(struct conn *c)
 {
-	if (c->fd < 0 || c->peer_eof || shutdown(c->fd, SHUT_WR)) {
+	if (c->peer_eof || !c->transport->shutdown(c)) {
 		conn_close(c);
 		return false;
 	}
 	c->lingering = true;
 	c->linger_since = cache_now();
 	c->rlen = 0;
-	if (c->wev)
-		event_del(c->wev);
-	if (c->read_paused && c->rev)
-		event_add(c->rev, NULL);
-	c->read_paused = false;
+	c->transport->wait(c, true, false);
 	return true;
 }
 
@@ -438,20 +423,19 @@ static bool conn_drain_input(struct conn *c)
 	char sink[4096];
 	ssize_t n;
 
-	while ((n = read(c->fd, sink, sizeof(sink))) > 0)
+	while ((n = c->transport->read(c, sink, sizeof(sink))) > 0)
 		;
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (n == TRANSPORT_WANT_READ || n == TRANSPORT_WANT_WRITE)
 		return true;
 	conn_close(c);
 	return false;
 }
 
-/* Reads (when what has EV_READ), runs and writes; false once closed. */
-static bool conn_service(struct conn *c, short what)
+bool conn_ready(struct conn *c, bool readable, bool writable)
 {
 	if (c->lingering)
 		return conn_drain_input(c);
-	if ((what & EV_READ) && !conn_read(c)) {
+	if ((readable || (writable && c->read_wants_write)) && !conn_read(c)) {
 		conn_close(c);
 		return false;
 	}
@@ -465,7 +449,7 @@ static bool conn_service(struct conn *c, short what)
 		size_t before = c->rlen;
 
 		process(c);
-		if (!conn_write(c)) {
+		if (c->broken || !conn_write(c)) {
 			conn_close(c);
 			return false;
 		}
@@ -480,12 +464,6 @@ static bool conn_service(struct conn *c, short what)
 	account(c, buffer_bytes(c));
 	update_events(c);
 	return true;
-}
-
-static void conn_on_event(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	conn_service(arg, what);
 }
 
 void conn_shutdown(struct conn *c)
@@ -519,54 +497,4 @@ void conn_tick(struct conn *c, int64_t now)
 		log_debug("closing idle connection %d", c->fd);
 		conn_close(c);
 	}
-}
-
-struct conn *conn_new_memory(struct worker *w)
-{
-	struct conn *c = calloc(1, sizeof(*c));
-
-	atomic_fetch_add(&w->srv->curr_conns, 1);
-	if (!c) {
-		atomic_fetch_sub(&w->srv->curr_conns, 1);
-		return NULL;
-	}
-	c->w = w;
-	c->fd = -1;
-	c->rcap = RBUF_INITIAL;
-	c->rbuf = malloc(c->rcap);
-	c->out = evbuffer_new();
-	c->mem_in = evbuffer_new();
-	if (!c->rbuf || !c->out || !c->mem_in) {
-		conn_close(c);
-		return NULL;
-	}
-	c->last_active = cache_now();
-	c->authed = w->srv->cfg.password == NULL;
-	account(c, buffer_bytes(c));
-	c->next = w->conns;
-	if (c->next)
-		c->next->prev = c;
-	w->conns = c;
-	w->nconns++;
-	return c;
-}
-
-bool conn_memory_feed(struct conn *c, const void *p, size_t n, bool eof,
-		      struct evbuffer *replies)
-{
-	bool open = true;
-
-	if (n && evbuffer_add(c->mem_in, p, n))
-		return true;
-	c->mem_eof = eof;
-	c->mem_out = replies; /* written straight there, even as it closes */
-	/* As the event loop would: read while there is input and the
-	 * connection wants it, then once more for what backpressure held. */
-	do {
-		open = conn_service(c, c->read_paused ? EV_WRITE : EV_READ);
-	} while (open &&
-		 (evbuffer_get_length(c->mem_in) || (eof && !c->read_paused)));
-	if (open)
-		c->mem_out = NULL;
-	return open;
 }

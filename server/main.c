@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "conn.h"
 #include "server.h"
 
 #define EXIT_OS_ERROR 71 /* EX_OSERR, as memcached on a failed bind */
@@ -33,16 +34,13 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 
 	(void)l;
 	(void)socklen;
-	if (atomic_fetch_add(&srv->curr_conns, 1) >= srv->cfg.conn_limit) {
-		atomic_fetch_sub(&srv->curr_conns, 1);
-		atomic_fetch_add(&srv->rejected_conns, 1);
+	if (!conn_slot_take(srv)) {
 		/* Best effort, as memcached: the socket buffer is empty. */
 		if (write(fd, too_many, sizeof(too_many) - 1) < 0)
 			log_debug("rejected connection: %s", strerror(errno));
 		close(fd);
 		return;
 	}
-	atomic_fetch_add(&srv->total_conns, 1);
 	if (sa->sa_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	worker_hand_off(&srv->workers[srv->next_worker++ % srv->nworkers], fd);

@@ -8,7 +8,6 @@
 #include <event2/buffer.h>
 #include <inttypes.h>
 #include <malloc.h>
-#include <msgpack.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -395,65 +394,4 @@ void stats_text_entry(void *arg, const struct stats_entry *e)
 
 	evbuffer_add_printf(arg, "STAT %s %s\r\n", e->name,
 			    stats_entry_value(e, buf));
-}
-
-/* The msgpack sink's state: entries packed into a scratch buffer, counted,
- * since a map's size comes before its entries. */
-struct pack_state {
-	msgpack_packer pk;
-	uint32_t n;
-	bool failed;
-};
-
-static int pack_string(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
-}
-
-static void pack_entry(void *arg, const struct stats_entry *e)
-{
-	struct pack_state *p = arg;
-	char buf[STATS_VALUE_MAX];
-
-	if (pack_string(&p->pk, e->name) ||
-	    pack_string(&p->pk, stats_entry_value(e, buf)))
-		p->failed = true;
-	p->n++;
-}
-
-int stats_pack(struct server *srv, const char *group, size_t n,
-	       struct msgpack_packer *pk)
-{
-	struct pack_state p = { .n = 0 };
-	const struct stats_sink sink = { pack_entry, &p };
-	msgpack_sbuffer sb;
-	int rc = 1;
-
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&p.pk, &sb, msgpack_sbuffer_write);
-	if (!stats_emit(srv, group, n, &sink))
-		rc = 0;
-	else if (p.failed || msgpack_pack_map(pk, p.n) ||
-		 (sb.size && pk->callback(pk->data, sb.data, sb.size)))
-		rc = -1;
-	msgpack_sbuffer_destroy(&sb);
-	return rc;
-}
-
-void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req)
-{
-	const char *group = buf + req->arg.off;
-	size_t n = req->arg.len;
-	const struct stats_sink text = { stats_text_entry, c->out };
-
-	if (n == 5 && !memcmp(group, "reset", 5)) {
-		server_reset_stats(c->w->srv);
-		evbuffer_add(c->out, "RESET\r\n", 7);
-	} else if (stats_emit(c->w->srv, group, n, &text)) {
-		evbuffer_add(c->out, "END\r\n", 5);
-	} else {
-		evbuffer_add(c->out, "ERROR\r\n", 7);
-	}
 }

@@ -79,9 +79,6 @@ static inline void stat_add(_Atomic unsigned long *s, unsigned long v)
 
 struct server;
 struct evbuffer;
-struct msgpack_packer;
-struct conn;
-struct proto_req;
 
 /* What an entry's value is, and so which member of its union holds it. */
 enum stats_kind {
@@ -137,18 +134,6 @@ const char *stats_entry_value(const struct stats_entry *e,
 /* The text sink: arg is a struct evbuffer *, each entry a line
  * "STAT name value\r\n". */
 void stats_text_entry(void *arg, const struct stats_entry *e);
-
-/*
- * The msgpack sink: group `group` as one map of name -> value string (the
- * text lines' values) packed by pk. Returns 1 when packed, 0 for an unknown
- * group (nothing packed), -1 when out of memory (what pk got is not whole).
- */
-int stats_pack(struct server *srv, const char *group, size_t n,
-	       struct msgpack_packer *pk);
-
-/* `stats [group]` on the text protocol: the lines and END, RESET after a
- * reset, ERROR for an unknown group, into c->out. */
-void cmd_stats(struct conn *c, const char *buf, const struct proto_req *req);
 
 /* The general stats (stats_emit with n == 0). */
 void server_stats_each(struct server *srv, const struct stats_sink *sink);

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "conn.h"
+#include "transport.h"
 #include "server.h"
 
 /* Timeouts are checked, and a stopping worker looks for its end, this often. */
@@ -48,9 +49,9 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 
 		if (stop) {
 			close(list->fd);
-			atomic_fetch_sub(&w->srv->curr_conns, 1);
+			conn_slot_give(w->srv);
 		} else {
-			conn_new(w, list->fd);
+			conn_new_socket(w, list->fd);
 		}
 		free(list);
 		list = next;
@@ -151,7 +152,7 @@ void worker_hand_off(struct worker *w, int fd)
 
 	if (!node) {
 		close(fd);
-		atomic_fetch_sub(&w->srv->curr_conns, 1);
+		conn_slot_give(w->srv);
 		return;
 	}
 	node->fd = fd;

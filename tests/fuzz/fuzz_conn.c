@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/rcu.h"
 #include "server/conn.h"
+#include "server/transport.h"
 #include "server/server.h"
 
 #define CACHE_LIMIT (8u << 20)

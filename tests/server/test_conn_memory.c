@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "server/conn.h"
+#include "server/transport.h"
 #include "socketless.h"
 
 static struct server srv;

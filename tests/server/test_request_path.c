@@ -153,8 +153,7 @@ Test(request_path, pipelined_binary_auth_lifts_the_limit)
 	cr_assert_geq(len, 16);
 	cr_assert_eq(memcmp(out, "\0\0\0\x04\x93\x01\x00\xc0", 8), 0);
 	cr_assert_eq(memcmp(out + 8 + 4, "\x93\x02\x00", 3), 0,
-		     "the SET was refused (status %u)",
-		     (unsigned char)out[14]);
+		     "the SET was refused (status %u)", (unsigned char)out[14]);
 	free(out);
 }
 
@@ -201,19 +200,30 @@ Test(request_path, binary_mget_counts_and_reaps_expired_items)
 }
 
 /*
- * Allocation failure inside libevent: a test switch that makes every
- * allocation through libevent's memory functions fail.
+ * Allocation failure inside libevent: while allocs_left is not negative,
+ * that many allocations through libevent's memory functions succeed, and
+ * every one after them fails.
  */
-static bool fail_alloc;
+static int allocs_left = -1;
+
+static bool may_allocate(void)
+{
+	if (allocs_left < 0)
+		return true;
+	if (allocs_left == 0)
+		return false;
+	allocs_left--;
+	return true;
+}
 
 static void *test_malloc(size_t n)
 {
-	return fail_alloc ? NULL : malloc(n);
+	return may_allocate() ? malloc(n) : NULL;
 }
 
 static void *test_realloc(void *p, size_t n)
 {
-	return fail_alloc ? NULL : realloc(p, n);
+	return may_allocate() ? realloc(p, n) : NULL;
 }
 
 static void setup_failing_mem(void)
@@ -250,16 +260,14 @@ Test(failing_mem, large_value_reply_whole_or_closed_never_torn)
 	n += 2;
 	feed(c, in, n);
 	free(take(NULL));
-	/* The request's last byte arrives while allocations fail (it fits
-	 * in the input chain the first part made). */
-	feed_str(c, "get big\r");
-	fail_alloc = true;
-	open = conn_memory_feed(c, "\n", 1, false, replies);
-	fail_alloc = false;
+	/* The request gets into the input (one allocation: its chain), and
+	 * then every allocation fails. */
+	allocs_left = 1;
+	open = conn_memory_feed(c, "get big\r\n", 9, false, replies);
+	allocs_left = -1;
 	out = take(&len);
 	if (len) {
-		cr_assert_eq(len, strlen(hdr) + VLEN + 2 + 5, "%zu bytes",
-			     len);
+		cr_assert_eq(len, strlen(hdr) + VLEN + 2 + 5, "%zu bytes", len);
 		cr_assert_eq(memcmp(out, hdr, strlen(hdr)), 0);
 		for (size_t i = 0; i < VLEN; i++)
 			cr_assert_eq(out[strlen(hdr) + i], 'z', "byte %zu", i);

@@ -2,12 +2,12 @@
  * stats_emit (server/stats.h) on a server with no socket: unknown groups
  * emit nothing; the general group emits every THREAD_STATS counter once,
  * with its kind and help text; every entry of every group has a name seen
- * once and, but for `stats settings`, a one-line help; the text and msgpack
- * sinks give the same names and values.
+ * once and, but for `stats settings`, a one-line help. (That the binary
+ * protocol's STATS map holds the text lines is checked over the wire, in
+ * test_binary_protocol.c.)
  */
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
-#include <msgpack.h>
 #include <string.h>
 
 #include "socketless.h"
@@ -147,51 +147,4 @@ Test(stats, values_as_the_text_protocol_shows_them)
 	e.kind = STATS_TEXT;
 	e.s = "some words";
 	cr_assert_eq(stats_entry_value(&e, buf), e.s);
-}
-
-/* The msgpack sink's map holds the text sink's lines, in order. */
-Test(stats, msgpack_map_holds_the_text_lines)
-{
-	static const char *const groups[] = { "settings", "table" };
-	struct evbuffer *text = evbuffer_new();
-	const struct stats_sink sink = { stats_text_entry, text };
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-
-	cr_assert_not_null(text);
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	cr_assert_eq(stats_pack(&srv, "nope", 4, &pk), 0);
-	cr_assert_eq(sb.size, 0, "an unknown group packs nothing");
-	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
-		size_t n = strlen(groups[g]);
-		msgpack_unpacked u;
-
-		sb.size = 0;
-		cr_assert_eq(stats_pack(&srv, groups[g], n, &pk), 1);
-		cr_assert(stats_emit(&srv, groups[g], n, &sink));
-		msgpack_unpacked_init(&u);
-		cr_assert_eq(msgpack_unpack_next(&u, sb.data, sb.size, NULL),
-			     MSGPACK_UNPACK_SUCCESS);
-		cr_assert_eq(u.data.type, MSGPACK_OBJECT_MAP);
-		for (uint32_t i = 0; i < u.data.via.map.size; i++) {
-			const msgpack_object *k = &u.data.via.map.ptr[i].key;
-			const msgpack_object *v = &u.data.via.map.ptr[i].val;
-			char *line =
-				evbuffer_readln(text, NULL, EVBUFFER_EOL_CRLF);
-			char want[512];
-
-			cr_assert_not_null(line, "%s: fewer lines", groups[g]);
-			snprintf(want, sizeof(want), "STAT %.*s %.*s",
-				 (int)k->via.str.size, k->via.str.ptr,
-				 (int)v->via.str.size, v->via.str.ptr);
-			cr_assert_str_eq(line, want);
-			free(line);
-		}
-		cr_assert_eq(evbuffer_get_length(text), 0, "%s: more lines",
-			     groups[g]);
-		msgpack_unpacked_destroy(&u);
-	}
-	msgpack_sbuffer_destroy(&sb);
-	evbuffer_free(text);
 }

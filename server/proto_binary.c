@@ -1,0 +1,505 @@
+/*
+ * rhkv's msgpack protocol (proto/PROTOCOL.md) as a front end (protocol.h):
+ * frames cut from the input and decoded by proto/binary.c into a struct
+ * request; replies packed into a per-connection msgpack buffer that goes
+ * to the output once per batch (flush). Values up to REPLY_COPY_MAX are
+ * copied; larger ones of a GET go by reference, as in the text protocol.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "protocol.h"
+#include "proto/binary.h"
+#include "proto/text.h"
+#include "server.h"
+
+/* A connection's replies, staged, and its decoders: two, because the batch
+ * loop decodes one frame ahead while the current one's request still
+ * points into the first. */
+struct bin_state {
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct proto_bin_decoder dec[2];
+	struct proto_bin_req req[2];
+	/* scan keys and stats entries, packed before their count is known */
+	msgpack_sbuffer scratch;
+	msgpack_packer spk;
+	uint32_t nscratch;
+	size_t frame; /* an mget's frame, open from values_begin to _end */
+	struct stats_sink sink;
+};
+
+static struct bin_state *state(const struct conn *c)
+{
+	return c->pstate;
+}
+
+static int open_state(struct conn *c)
+{
+	struct bin_state *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -1;
+	msgpack_sbuffer_init(&s->sb);
+	msgpack_packer_init(&s->pk, &s->sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(&s->scratch);
+	msgpack_packer_init(&s->spk, &s->scratch, msgpack_sbuffer_write);
+	proto_bin_decoder_init(&s->dec[0]);
+	proto_bin_decoder_init(&s->dec[1]);
+	c->pstate = s;
+	return 0;
+}
+
+static void close_state(struct conn *c)
+{
+	struct bin_state *s = state(c);
+
+	if (!s)
+		return;
+	msgpack_sbuffer_destroy(&s->sb);
+	msgpack_sbuffer_destroy(&s->scratch);
+	proto_bin_decoder_destroy(&s->dec[0]);
+	proto_bin_decoder_destroy(&s->dec[1]);
+	free(s);
+	c->pstate = NULL;
+}
+
+/* ---- decoding ---- */
+
+static const enum req_cmd cmd_of[] = {
+	[PROTO_OP_GET] = REQ_GET,
+	[PROTO_OP_GETS] = REQ_GETS,
+	[PROTO_OP_MGET] = REQ_GETS,
+	[PROTO_OP_SET] = REQ_SET,
+	[PROTO_OP_ADD] = REQ_ADD,
+	[PROTO_OP_REPLACE] = REQ_REPLACE,
+	[PROTO_OP_APPEND] = REQ_APPEND,
+	[PROTO_OP_PREPEND] = REQ_PREPEND,
+	[PROTO_OP_CAS] = REQ_CAS,
+	[PROTO_OP_DELETE] = REQ_DELETE,
+	[PROTO_OP_INCR] = REQ_INCR,
+	[PROTO_OP_DECR] = REQ_DECR,
+	[PROTO_OP_TOUCH] = REQ_TOUCH,
+	[PROTO_OP_GAT] = REQ_GATS,
+	[PROTO_OP_FLUSH_ALL] = REQ_FLUSH_ALL,
+	[PROTO_OP_SCAN] = REQ_SCAN,
+	[PROTO_OP_STATS] = REQ_STATS,
+	[PROTO_OP_VERSION] = REQ_VERSION,
+	[PROTO_OP_NOOP] = REQ_NOOP,
+	[PROTO_OP_QUIT] = REQ_QUIT,
+	[PROTO_OP_AUTH] = REQ_AUTH,
+};
+
+static struct cache_key bytes(struct proto_bin_bytes b)
+{
+	return (struct cache_key){ b.p, b.n };
+}
+
+/* GET, GETS, GAT: the one key. */
+static bool one_key(const struct request *r, uint32_t *pos,
+		    struct cache_key *key)
+{
+	if (*pos)
+		return false;
+	*pos = 1;
+	*key = r->key;
+	return true;
+}
+
+/* MGET: each element of the array; one that is not a valid key is
+ * answered as a miss (length 0). */
+static bool mget_key(const struct request *r, uint32_t *pos,
+		     struct cache_key *key)
+{
+	const struct proto_bin_req *q = r->p.bin.keys;
+	struct proto_bin_bytes k;
+
+	if (*pos >= q->nkeys)
+		return false;
+	*key = proto_bin_mget_key(q, *pos, &k) ? bytes(k)
+					       : (struct cache_key){ NULL, 0 };
+	(*pos)++;
+	return true;
+}
+
+static void fill(struct request *r, const struct proto_bin_req *q)
+{
+	/* An unknown op (a rejected frame) executes nothing. */
+	r->cmd = q->op && q->op <= PROTO_OP_MAX ? cmd_of[q->op] : REQ_NOOP;
+	r->p.bin.id = q->id;
+	r->p.bin.op = q->op;
+	r->p.bin.keys = q;
+	r->key = bytes(q->key);
+	if (q->op == PROTO_OP_MGET)
+		r->keys = (struct req_keys){ mget_key, 0, q->nkeys };
+	else
+		r->keys = (struct req_keys){ one_key, 0, 1 };
+	r->value = q->value.p;
+	r->nbytes = q->value.n;
+	r->flags = q->flags;
+	r->exptime = q->exptime;
+	r->cas = q->cas;
+	r->delta = q->delta;
+	r->delay = q->delay;
+	r->cursor = q->cursor;
+	r->count = q->count;
+	r->match = q->has_match ? bytes(q->match) : (struct cache_key){ 0 };
+	r->arg = bytes(q->text);
+}
+
+static enum reply_status status_of_code(uint32_t code)
+{
+	switch (code) {
+	case PROTO_ST_BAD_KEY:
+		return REPLY_BAD_KEY;
+	case PROTO_ST_TOO_LARGE:
+		return REPLY_TOO_LARGE;
+	default:
+		return REPLY_CLIENT_ERROR;
+	}
+}
+
+static enum decode_status decode(struct conn *c, const char *buf, size_t n,
+				 unsigned int slot, struct request *r)
+{
+	struct bin_state *s = state(c);
+	const struct config *cfg = &c->w->srv->cfg;
+	size_t limit = c->authed ? proto_bin_body_limit(cfg->max_item_size)
+				 : CONN_PREAUTH_LIMIT;
+	struct proto_bin_req *q = &s->req[slot];
+	uint32_t len, code;
+	const char *error;
+
+	*r = (struct request){ .len = n, .status = REPLY_NONE };
+	switch (proto_bin_frame_len(buf, n, limit, &len)) {
+	case PROTO_BIN_FRAME_NEED_MORE:
+		return DECODE_NEED_MORE;
+	case PROTO_BIN_FRAME_TOO_LARGE:
+		/* Nothing of it is buffered: the connection ends. */
+		return DECODE_CLOSE;
+	case PROTO_BIN_FRAME_OK:
+		break;
+	}
+	if (n - PROTO_BIN_HEADER < len)
+		return DECODE_NEED_MORE;
+	switch (proto_bin_decode_request(&s->dec[slot], buf + PROTO_BIN_HEADER,
+					 len, cfg->max_item_size, q, &code,
+					 &error)) {
+	case PROTO_BIN_OK:
+		fill(r, q);
+		r->len = PROTO_BIN_HEADER + len;
+		return DECODE_OK;
+	case PROTO_BIN_REJECT:
+		fill(r, q);
+		r->len = PROTO_BIN_HEADER + len;
+		if (code == PROTO_ST_TOO_LARGE)
+			return DECODE_TOO_LARGE;
+		r->status = status_of_code(code);
+		r->message = error;
+		return DECODE_REJECT;
+	case PROTO_BIN_FATAL:
+		break;
+	}
+	r->len = n;
+	return DECODE_CLOSE;
+}
+
+/* ---- replies ---- */
+
+static void flush(struct conn *c)
+{
+	struct bin_state *s = state(c);
+
+	if (s->sb.size) {
+		conn_add(c, s->sb.data, s->sb.size);
+		s->sb.size = 0;
+	}
+}
+
+static size_t staged(const struct conn *c)
+{
+	return state(c)->sb.size;
+}
+
+static void pack_str(msgpack_packer *pk, const char *str)
+{
+	size_t n = strlen(str);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, str, n);
+}
+
+/* Each status's code and message (NULL: a nil payload). */
+static const struct {
+	uint32_t code;
+	const char *msg;
+} codes[] = {
+	[REPLY_NONE] = { PROTO_ST_OK, NULL },
+	[REPLY_OK] = { PROTO_ST_OK, NULL },
+	[REPLY_STORED] = { PROTO_ST_OK, NULL },
+	[REPLY_NOT_STORED] = { PROTO_ST_NOT_STORED, NULL },
+	[REPLY_EXISTS] = { PROTO_ST_EXISTS, NULL },
+	[REPLY_NOT_FOUND] = { PROTO_ST_NOT_FOUND, NULL },
+	[REPLY_DELETED] = { PROTO_ST_OK, NULL },
+	[REPLY_TOUCHED] = { PROTO_ST_OK, NULL },
+	[REPLY_RESET] = { PROTO_ST_OK, NULL },
+	[REPLY_BYE] = { PROTO_ST_OK, NULL },
+	[REPLY_ERROR] = { PROTO_ST_BAD_REQUEST, "unknown command" },
+	[REPLY_CLIENT_ERROR] = { PROTO_ST_BAD_REQUEST, "bad request" },
+	[REPLY_BAD_KEY] = { PROTO_ST_BAD_KEY, "bad key" },
+	[REPLY_TOO_LARGE] = { PROTO_ST_TOO_LARGE,
+			      "object too large for cache" },
+	[REPLY_NO_MEMORY] = { PROTO_ST_OUT_OF_MEMORY, NULL },
+	[REPLY_NON_NUMERIC] = { PROTO_ST_NON_NUMERIC, NULL },
+	[REPLY_LINE_TOO_LONG] = { PROTO_ST_BAD_REQUEST, "frame too long" },
+	[REPLY_SERVER_ERROR] = { PROTO_ST_SERVER_ERROR, "internal error" },
+	[REPLY_AUTH_REQUIRED] = { PROTO_ST_AUTH_REQUIRED,
+				  "authentication required" },
+	[REPLY_AUTH_FAILED] = { PROTO_ST_AUTH_REQUIRED, "auth failed" },
+	[REPLY_NO_PASSWORD] = { PROTO_ST_BAD_REQUEST,
+				"no password is configured" },
+	[REPLY_UNKNOWN_GROUP] = { PROTO_ST_BAD_REQUEST, "unknown stats group" },
+};
+
+static void status(struct conn *c, const struct request *r,
+		   enum reply_status st, const char *msg)
+{
+	struct bin_state *s = state(c);
+	size_t f = proto_bin_begin(&s->sb);
+
+	if (st == REPLY_RESET) { /* STATS "reset": an empty map */
+		proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+		msgpack_pack_map(&s->pk, 0);
+		proto_bin_end(&s->sb, f);
+		return;
+	}
+	if (!msg)
+		msg = codes[st].msg;
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, codes[st].code);
+	if (msg)
+		pack_str(&s->pk, msg);
+	else
+		msgpack_pack_nil(&s->pk);
+	proto_bin_end(&s->sb, f);
+}
+
+static void number(struct conn *c, const struct request *r, uint64_t v)
+{
+	struct bin_state *s = state(c);
+	size_t f = proto_bin_begin(&s->sb);
+
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	msgpack_pack_uint64(&s->pk, v);
+	proto_bin_end(&s->sb, f);
+}
+
+static void version(struct conn *c, const struct request *r, const char *v)
+{
+	struct bin_state *s = state(c);
+	size_t f = proto_bin_begin(&s->sb);
+
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	pack_str(&s->pk, v);
+	proto_bin_end(&s->sb, f);
+}
+
+static bool is_mget(const struct request *r)
+{
+	return r->p.bin.op == PROTO_OP_MGET;
+}
+
+static void values_begin(struct conn *c, const struct request *r)
+{
+	struct bin_state *s = state(c);
+
+	if (!is_mget(r))
+		return;
+	s->frame = proto_bin_begin(&s->sb);
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	msgpack_pack_array(&s->pk, r->keys.count);
+}
+
+/* [flags, value, cas]: copied (an mget's frame holds all its values). */
+static void pack_item(msgpack_packer *pk, const struct item *it)
+{
+	msgpack_pack_array(pk, 3);
+	msgpack_pack_uint32(pk, it->flags);
+	msgpack_pack_bin(pk, it->nbytes);
+	msgpack_pack_bin_body(pk, item_value(it), it->nbytes);
+	msgpack_pack_uint64(pk, it->cas);
+}
+
+/*
+ * [id, OK, [flags, value, cas]] by reference: everything staged is moved
+ * to the output first, the frame's length counted ahead, the cas packed
+ * after the value.
+ */
+static void value_by_reference(struct conn *c, const struct request *r,
+			       struct item *it)
+{
+	struct bin_state *s = state(c);
+	size_t f = proto_bin_begin(&s->sb);
+	char tail[16];
+	msgpack_sbuffer tsb = { .data = tail, .alloc = sizeof(tail) };
+	msgpack_packer tpk;
+	unsigned char *p;
+	uint32_t len;
+
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	msgpack_pack_array(&s->pk, 3);
+	msgpack_pack_uint32(&s->pk, it->flags);
+	msgpack_pack_bin(&s->pk, it->nbytes);
+	/* The cas's encoding, at most 9 bytes, into a stack buffer. */
+	msgpack_packer_init(&tpk, &tsb, msgpack_sbuffer_write);
+	msgpack_pack_uint64(&tpk, it->cas);
+	len = (uint32_t)(s->sb.size - f - PROTO_BIN_HEADER + it->nbytes +
+			 tsb.size);
+	p = (unsigned char *)s->sb.data + f;
+	p[0] = (unsigned char)(len >> 24);
+	p[1] = (unsigned char)(len >> 16);
+	p[2] = (unsigned char)(len >> 8);
+	p[3] = (unsigned char)len;
+	flush(c);
+	conn_add_item_bytes(c, it, item_value(it), it->nbytes);
+	conn_add(c, tail, tsb.size);
+}
+
+static void value(struct conn *c, const struct request *r, struct item *it)
+{
+	struct bin_state *s = state(c);
+	size_t f;
+
+	if (is_mget(r)) {
+		pack_item(&s->pk, it);
+		return;
+	}
+	if (it->nbytes > REPLY_COPY_MAX) {
+		value_by_reference(c, r, it);
+		return;
+	}
+	f = proto_bin_begin(&s->sb);
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	pack_item(&s->pk, it);
+	proto_bin_end(&s->sb, f);
+}
+
+static void miss(struct conn *c, const struct request *r)
+{
+	if (is_mget(r))
+		msgpack_pack_nil(&state(c)->pk);
+	else
+		status(c, r, REPLY_NOT_FOUND, NULL);
+}
+
+static void values_end(struct conn *c, const struct request *r)
+{
+	struct bin_state *s = state(c);
+
+	if (is_mget(r))
+		proto_bin_end(&s->sb, s->frame);
+}
+
+static void stored(struct conn *c, const struct request *r, uint64_t cas)
+{
+	number(c, r, cas);
+}
+
+static void key(struct conn *c, const struct request *r, const char *k,
+		size_t n)
+{
+	struct bin_state *s = state(c);
+
+	(void)r;
+	msgpack_pack_bin(&s->spk, n);
+	msgpack_pack_bin_body(&s->spk, k, n);
+	s->nscratch++;
+}
+
+/* Packs the scratch buffer's entries after a header, and empties it. */
+static void take_scratch(struct bin_state *s)
+{
+	msgpack_sbuffer_write(&s->sb, s->scratch.data, s->scratch.size);
+	s->scratch.size = 0;
+	s->nscratch = 0;
+}
+
+static void keys_end(struct conn *c, const struct request *r, uint64_t cursor)
+{
+	struct bin_state *s = state(c);
+	size_t f = proto_bin_begin(&s->sb);
+
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	msgpack_pack_array(&s->pk, 2);
+	msgpack_pack_uint64(&s->pk, cursor);
+	msgpack_pack_array(&s->pk, s->nscratch);
+	take_scratch(s);
+	proto_bin_end(&s->sb, f);
+}
+
+/* ---- stats: a map of name -> value, both strings ---- */
+
+static void stat_entry(void *arg, const struct stats_entry *e)
+{
+	struct bin_state *s = arg;
+	char buf[STATS_VALUE_MAX];
+
+	pack_str(&s->spk, e->name);
+	pack_str(&s->spk, stats_entry_value(e, buf));
+	s->nscratch++;
+}
+
+static const struct stats_sink *stats_begin(struct conn *c,
+					    const struct request *r)
+{
+	struct bin_state *s = state(c);
+
+	(void)r;
+	s->scratch.size = 0;
+	s->nscratch = 0;
+	s->sink = (struct stats_sink){ .emit = stat_entry, .arg = s };
+	return &s->sink;
+}
+
+static void stats_end(struct conn *c, const struct request *r, bool ok)
+{
+	struct bin_state *s = state(c);
+	size_t f;
+
+	if (!ok) {
+		s->scratch.size = 0;
+		s->nscratch = 0;
+		status(c, r, REPLY_UNKNOWN_GROUP, NULL);
+		return;
+	}
+	f = proto_bin_begin(&s->sb);
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
+	msgpack_pack_map(&s->pk, s->nscratch);
+	take_scratch(s);
+	proto_bin_end(&s->sb, f);
+}
+
+const struct protocol protocol_binary = {
+	.name = "binary",
+	.open = open_state,
+	.close = close_state,
+	.decode = decode,
+	.flush = flush,
+	.staged = staged,
+	.reply = {
+		.status = status,
+		.stored = stored,
+		.number = number,
+		.version = version,
+		.values_begin = values_begin,
+		.value = value,
+		.miss = miss,
+		.values_end = values_end,
+		.key = key,
+		.keys_end = keys_end,
+		.stats_begin = stats_begin,
+		.stats_end = stats_end,
+	},
+};

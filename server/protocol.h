@@ -1,0 +1,112 @@
+/*
+ * A protocol front end: what the connection's batch loop (conn.c) needs
+ * from a protocol, and nothing else. A decoder turns input bytes into a
+ * struct request; reply operations turn the executor's answers into bytes
+ * in the connection's output. Two front ends exist: memcached's text
+ * protocol (proto_text.c) and rhkv's msgpack protocol (proto_binary.c);
+ * the first byte a client sends chooses one.
+ *
+ * Everything here runs on the connection's worker thread.
+ */
+#ifndef RHKV_SERVER_PROTOCOL_H
+#define RHKV_SERVER_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "request.h"
+
+struct conn;
+struct item;
+struct stats_sink;
+
+enum decode_status {
+	DECODE_OK,	  /* a request: execute it, consume r->len */
+	DECODE_NEED_MORE, /* no complete request yet */
+	/* A request refused as malformed: reply r->status (r->message),
+	 * consume r->len; the connection goes on. */
+	DECODE_REJECT,
+	/* A storage request over the item size limit (r->cmd, r->key set):
+	 * cmd_too_large(), consume r->len, then discard r->swallow bytes. */
+	DECODE_TOO_LARGE,
+	/* The connection cannot go on: reply r->status unless REPLY_NONE,
+	 * then close once the output is written. */
+	DECODE_CLOSE,
+};
+
+/*
+ * The reply operations. The executor calls, per request, either one
+ * status / stored / number / version, or one of the sequences
+ *   values_begin, (value | miss)*, values_end     (gets)
+ *   key*, keys_end                                 (scan)
+ *   stats_begin, entries into the sink, stats_end  (stats)
+ */
+struct reply_ops {
+	/* msg, when not NULL, replaces the status's own text. */
+	void (*status)(struct conn *c, const struct request *r,
+		       enum reply_status st, const char *msg);
+	void (*stored)(struct conn *c, const struct request *r, uint64_t cas);
+	void (*number)(struct conn *c, const struct request *r, uint64_t v);
+	void (*version)(struct conn *c, const struct request *r, const char *s);
+	void (*values_begin)(struct conn *c, const struct request *r);
+	/* A live item, inside the RCU read-side section. */
+	void (*value)(struct conn *c, const struct request *r, struct item *it);
+	void (*miss)(struct conn *c, const struct request *r);
+	void (*values_end)(struct conn *c, const struct request *r);
+	void (*key)(struct conn *c, const struct request *r, const char *key,
+		    size_t n);
+	void (*keys_end)(struct conn *c, const struct request *r,
+			 uint64_t cursor);
+	/* The sink the group's entries go to; stats_end says whether the
+	 * group existed (nothing was emitted when it did not). */
+	const struct stats_sink *(*stats_begin)(struct conn *c,
+						const struct request *r);
+	void (*stats_end)(struct conn *c, const struct request *r, bool ok);
+};
+
+struct protocol {
+	const char *name;
+	/* Per-connection state (c->pstate); 0, or -1 out of memory. */
+	int (*open)(struct conn *c);
+	void (*close)(struct conn *c);
+	/*
+	 * Decodes the first request in buf[0..n) into r. slot is 0 or 1: the
+	 * batch loop decodes one request ahead, so a decoder that keeps state
+	 * per request keeps two. Limits (the item size, the pre-auth limit)
+	 * come from the connection as it is now: decided per request.
+	 */
+	enum decode_status (*decode)(struct conn *c, const char *buf, size_t n,
+				     unsigned int slot, struct request *r);
+	/* Moves replies staged by the encoder into c->out (NULL: none are). */
+	void (*flush)(struct conn *c);
+	/* Bytes staged and not yet in c->out (NULL: none are). */
+	size_t (*staged)(const struct conn *c);
+	struct reply_ops reply;
+};
+
+extern const struct protocol protocol_text;
+extern const struct protocol protocol_binary;
+
+/* Before auth, requests are held to this (Redis does the same before
+ * login): a frame body, a value, and half the input buffer. */
+#define CONN_PREAUTH_LIMIT 4096
+
+/* Values up to this size are copied into the output inside the read-side
+ * section; larger ones are referenced, pinned by the item's refcount. */
+#define REPLY_COPY_MAX 16384
+
+/*
+ * Appends n bytes of a live item at p (inside it) to the connection's
+ * output: copied when small, else by reference, pinning the item until
+ * the bytes have been written. When the reference cannot be queued the
+ * bytes are copied; when that fails too the connection is marked broken
+ * (it closes without sending anything more) and false is returned.
+ */
+bool conn_add_item_bytes(struct conn *c, struct item *it, const char *p,
+			 size_t n);
+
+/* Appends bytes to the output; a failure marks the connection broken. */
+void conn_add(struct conn *c, const void *p, size_t n);
+
+#endif

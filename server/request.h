@@ -1,0 +1,140 @@
+/*
+ * The protocol-neutral middle of the request path. Every decoder (text,
+ * binary) fills one struct request; one executor (cmd.c) runs it against
+ * the cache, counts it and picks its latency class; it answers through
+ * the reply operations of the connection's protocol (protocol.h). A new
+ * command is one executor case plus its encodings; a new protocol is a
+ * decoder plus a set of reply operations.
+ *
+ * A request points into the connection's input buffer (keys, values): it
+ * is valid until the batch loop consumes its bytes.
+ */
+#ifndef RHKV_SERVER_REQUEST_H
+#define RHKV_SERVER_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache.h"
+
+enum req_cmd {
+	REQ_GET, /* one key or many (req_keys) */
+	REQ_GETS,
+	REQ_GAT,
+	REQ_GATS,
+	REQ_SET,
+	REQ_ADD,
+	REQ_REPLACE,
+	REQ_APPEND,
+	REQ_PREPEND,
+	REQ_CAS,
+	REQ_DELETE,
+	REQ_INCR,
+	REQ_DECR,
+	REQ_TOUCH,
+	REQ_FLUSH_ALL,
+	REQ_VERSION,
+	REQ_VERBOSITY,
+	REQ_QUIT,
+	REQ_STATS,
+	REQ_SCAN,
+	REQ_CACHE_MEMLIMIT,
+	REQ_AUTH,
+	REQ_NOOP,
+};
+
+/*
+ * What a reply says, whatever the protocol spells it as. Each protocol
+ * maps every status to its own words (text: "STORED", "CLIENT_ERROR ...";
+ * binary: a status code and a message).
+ */
+enum reply_status {
+	REPLY_NONE, /* nothing to say (a decoder's close without a reply) */
+	REPLY_OK,
+	REPLY_STORED,
+	REPLY_NOT_STORED,
+	REPLY_EXISTS,
+	REPLY_NOT_FOUND,
+	REPLY_DELETED,
+	REPLY_TOUCHED,
+	REPLY_RESET,
+	REPLY_BYE, /* quit: the connection closes after it */
+	/* Errors. msg, where given, replaces the status's own text. */
+	REPLY_ERROR,	    /* unknown command (text "ERROR") */
+	REPLY_CLIENT_ERROR, /* malformed request; msg says why */
+	REPLY_BAD_KEY,
+	REPLY_TOO_LARGE,   /* value above the item size limit */
+	REPLY_NO_MEMORY,   /* the item cannot fit in the cache */
+	REPLY_NON_NUMERIC, /* incr/decr of a non-number */
+	REPLY_LINE_TOO_LONG,
+	REPLY_SERVER_ERROR, /* msg says why */
+	REPLY_AUTH_REQUIRED,
+	REPLY_AUTH_FAILED,
+	REPLY_NO_PASSWORD,
+	REPLY_UNKNOWN_GROUP, /* stats of an unknown group */
+};
+
+struct request;
+
+/* The keys of a get, as its decoder stores them: next() gives the key at
+ * *pos and advances it; false after the last. A key of length 0 is one
+ * the decoder found invalid (it is answered as a miss). */
+struct req_keys {
+	bool (*next)(const struct request *r, uint32_t *pos,
+		     struct cache_key *key);
+	uint32_t first; /* *pos to start from */
+	uint32_t count; /* how many (0: unknown until iterated) */
+};
+
+struct request {
+	enum req_cmd cmd;
+	size_t len;	      /* input bytes the request takes */
+	bool noreply;	      /* text: no reply, errors included */
+	struct cache_key key; /* the only or first key; {NULL, 0}: none */
+	struct req_keys keys; /* get/gets/gat/gats */
+	const char *value;    /* storage */
+	uint32_t nbytes;
+	uint32_t flags;
+	int64_t exptime; /* as sent: relative, absolute or negative */
+	uint64_t cas;
+	uint64_t delta;		/* incr/decr */
+	int64_t delay;		/* flush_all */
+	uint32_t verbosity;	/* verbosity */
+	uint32_t memlimit;	/* cache_memlimit, MiB */
+	uint64_t cursor;	/* scan */
+	uint32_t count;		/* scan */
+	struct cache_key match; /* scan: a glob, {NULL, 0} for none */
+	struct cache_key arg;	/* stats: the group; auth: the password */
+	/* A decoder's refusal (DECODE_REJECT, DECODE_CLOSE): what to say. */
+	enum reply_status status;
+	const char *message;
+	uint64_t swallow; /* DECODE_TOO_LARGE: bytes of value to discard */
+	/* The decoder's own fields, for its key iterator and its replies. */
+	union {
+		struct {
+			const char *buf; /* the input the offsets are in */
+			uint32_t keys_end;
+		} text;
+		struct {
+			uint64_t id;
+			uint32_t op;
+			const void *keys; /* mget: msgpack objects */
+		} bin;
+	} p;
+};
+
+struct conn;
+
+/* Runs a decoded request: the cache call, its statistics and its reply. */
+void cmd_execute(struct conn *c, const struct request *r);
+
+/* A storage request whose value is over the limit: refuses it and, for a
+ * set by an authenticated client, drops the old value (memcached does, so
+ * that a failed set never leaves a stale value behind). */
+void cmd_too_large(struct conn *c, const struct request *r);
+
+/* Which latency histogram (latency.h) a request's time goes to. */
+unsigned int cmd_latency_class(const struct request *r);
+
+#endif

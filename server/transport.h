@@ -1,0 +1,74 @@
+/*
+ * How a connection's bytes come and go: a small table of operations, so
+ * that the batch loop (conn.c) never asks what is underneath. Two
+ * transports exist: a non-blocking socket on the worker's event loop
+ * (transport_socket.c) and an in-memory pair of buffers for tests and
+ * fuzzing (transport_memory.c). A transport keeps its own state behind
+ * c->tstate and runs on the connection's worker thread only.
+ *
+ * A read or write that cannot progress says what it waits for: a socket
+ * waits for readability to read and writability to write, but a layer with
+ * its own handshakes (TLS) may need to write before it can read, or the
+ * reverse; the connection then waits for that event instead.
+ */
+#ifndef RHKV_SERVER_TRANSPORT_H
+#define RHKV_SERVER_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct conn;
+struct evbuffer;
+struct worker;
+
+/* What read and write return when they cannot progress now. */
+#define TRANSPORT_WANT_READ  (-1)
+#define TRANSPORT_WANT_WRITE (-2)
+#define TRANSPORT_ERROR	     (-3) /* broken: close the connection */
+
+struct transport {
+	const char *name;
+	/* Attaches the transport's state to a new connection (c->fd set);
+	 * 0, or -1 when out of memory. */
+	int (*open)(struct conn *c);
+	/* Reads at most n bytes into buf: the count, 0 at the peer's end of
+	 * stream, or one of the TRANSPORT_ codes. */
+	ssize_t (*read)(struct conn *c, void *buf, size_t n);
+	/* Writes from the front of out, removing what went: the count (0
+	 * only when out is empty), or one of the TRANSPORT_ codes. */
+	ssize_t (*write)(struct conn *c, struct evbuffer *out);
+	/* Ends our direction of the stream after what was written; false
+	 * when the transport cannot, and the connection just closes. */
+	bool (*shutdown)(struct conn *c);
+	/* Which events the connection waits for now. */
+	void (*wait)(struct conn *c, bool readable, bool writable);
+	/* Releases the transport's state, also after a failed open, and
+	 * closes the fd; the last call on c. */
+	void (*close)(struct conn *c);
+};
+
+extern const struct transport transport_socket;
+extern const struct transport transport_memory;
+
+/*
+ * A connection over a connected non-blocking socket, which it takes over
+ * (closed on failure); NULL when out of memory. The caller has taken a
+ * connection slot (conn_slot_take), which the connection now owns.
+ */
+struct conn *conn_new_socket(struct worker *w, int fd);
+
+/*
+ * A connection over the in-memory transport: the whole state machine
+ * (parsing, both protocols, auth, limits, backpressure) without a socket.
+ * conn_memory_feed() gives it bytes as if they had been read, runs it,
+ * and moves its replies to `replies`; it returns false once the
+ * connection has closed (it is then freed). A NULL or empty feed with
+ * eof set is the peer closing its side. NULL when out of memory or at
+ * the connection limit.
+ */
+struct conn *conn_new_memory(struct worker *w);
+bool conn_memory_feed(struct conn *c, const void *p, size_t n, bool eof,
+		      struct evbuffer *replies);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * The socket transport: a connected non-blocking socket on the worker's
+ * event loop, with one persistent event per direction, added and removed
+ * as the connection's wishes change.
+ */
+#include "transport.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "server.h"
+
+struct socket_state {
+	struct event *rev, *wev;
+	bool reading, writing; /* the events are added */
+};
+
+static void on_event(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	conn_ready(arg, what & EV_READ, what & EV_WRITE);
+}
+
+static int sock_open(struct conn *c)
+{
+	struct socket_state *s = calloc(1, sizeof(*s));
+	struct event_base *base = c->w->base;
+
+	if (!s)
+		return -1;
+	c->tstate = s;
+	s->rev = event_new(base, c->fd, EV_READ | EV_PERSIST, on_event, c);
+	s->wev = event_new(base, c->fd, EV_WRITE | EV_PERSIST, on_event, c);
+	return s->rev && s->wev ? 0 : -1;
+}
+
+static ssize_t sock_read(struct conn *c, void *buf, size_t n)
+{
+	ssize_t k = read(c->fd, buf, n);
+
+	if (k >= 0)
+		return k;
+	return errno == EAGAIN || errno == EINTR ? TRANSPORT_WANT_READ
+						 : TRANSPORT_ERROR;
+}
+
+static ssize_t sock_write(struct conn *c, struct evbuffer *out)
+{
+	int k = evbuffer_write(out, c->fd);
+
+	if (k >= 0)
+		return k;
+	return errno == EAGAIN || errno == EINTR ? TRANSPORT_WANT_WRITE
+						 : TRANSPORT_ERROR;
+}
+
+static bool sock_shutdown(struct conn *c)
+{
+	return shutdown(c->fd, SHUT_WR) == 0;
+}
+
+/* Adds or removes ev so that it is added exactly when on. */
+static void set_event(struct event *ev, bool *added, bool on)
+{
+	if (on == *added)
+		return;
+	if (on ? event_add(ev, NULL) : event_del(ev))
+		return; /* unchanged; the next wait tries again */
+	*added = on;
+}
+
+static void sock_wait(struct conn *c, bool readable, bool writable)
+{
+	struct socket_state *s = c->tstate;
+
+	set_event(s->rev, &s->reading, readable);
+	set_event(s->wev, &s->writing, writable);
+}
+
+static void sock_close(struct conn *c)
+{
+	struct socket_state *s = c->tstate;
+
+	if (s) {
+		if (s->rev)
+			event_free(s->rev);
+		if (s->wev)
+			event_free(s->wev);
+		free(s);
+		c->tstate = NULL;
+	}
+	close(c->fd);
+}
+
+const struct transport transport_socket = {
+	.name = "socket",
+	.open = sock_open,
+	.read = sock_read,
+	.write = sock_write,
+	.shutdown = sock_shutdown,
+	.wait = sock_wait,
+	.close = sock_close,
+};
+
+struct conn *conn_new_socket(struct worker *w, int fd)
+{
+	return conn_open(w, &transport_socket, fd);
+}
