@@ -1,12 +1,12 @@
 /*
  * The cache: items stored in the rhashtable, keyed by their bytes, within
- * a memory limit, evicted by CLOCK over the table and expired in the
- * background.
+ * a memory limit, evicted by SIEVE and expired in the background. The
+ * module's files share server/cache_internal.h; this is its public API.
  *
  * Items are immutable once published, except exptime (atomic, so touch and
- * gat need no copy), the CLOCK byte and the reference count. A write builds
- * a new item and replaces or inserts it; the old item is released after a
- * grace period.
+ * gat need no copy), the usage byte (SIEVE's visited bit) and the reference
+ * count. A write builds a new item and replaces or inserts it; the old item
+ * is released after a grace period.
  *
  * Concurrency: every function may run on any registered worker thread at
  * once. cache_find() must be called inside an RCU read-side section and the
@@ -44,9 +44,10 @@
  * EXPIRY is lazy on access and swept in the background: a maintenance
  * thread walks the table with its own cursor for at most 2 ms per tick
  * (every 100 ms; every 10 ms while it keeps finding dead items, so a mass
- * expiry is reclaimed in seconds without a long pause) and unlinks them. flush_all is O(1): it records, at its
- * time, how far each thread's cas sequence had got; items with a cas at or
- * below that are dead, and the sweep reclaims them.
+ * expiry is reclaimed in seconds without a long pause) and unlinks them.
+ * flush_all is O(1): it records, at its time, how far each thread's cas
+ * sequence had got; items with a cas at or below that are dead, and the
+ * sweep reclaims them.
  */
 #ifndef RHKV_SERVER_CACHE_H
 #define RHKV_SERVER_CACHE_H
@@ -58,7 +59,8 @@
 
 #include "common/rhashtable.h"
 
-/* The CLOCK byte: readers set both bits, the hand clears VISITED. */
+/* The usage byte: a hit sets both bits, the SIEVE hand clears VISITED;
+ * FETCHED only feeds the eviction stats. */
 #define ITEM_VISITED 1u
 #define ITEM_FETCHED 2u
 
@@ -73,7 +75,7 @@
  *  40 nbytes   value length without "\r\n"
  *  44 refs     1 for the table, +1 per in-flight zero-copy reply
  *  48 nkey     key length (1..250)
- *  49 clock    ITEM_VISITED | ITEM_FETCHED
+ *  49 usage    ITEM_VISITED | ITEM_FETCHED
  *  50 data     key, value, "\r\n" (the reply's line end, sent with it)
  * No rcu_head: unlinked items are freed in per-thread batches, linked
  * through nothing inside the item (readers may follow node.next until the
@@ -88,7 +90,7 @@ struct item {
 	uint32_t nbytes;
 	_Atomic uint32_t refs;
 	uint8_t nkey;
-	_Atomic uint8_t clock;
+	_Atomic uint8_t usage;
 	char data[];
 };
 
