@@ -12,6 +12,15 @@
 
 struct siphash_key cache__hash_key;
 
+static pthread_once_t hash_key_once = PTHREAD_ONCE_INIT;
+
+static void hash_key_init(void)
+{
+	if (getrandom(&cache__hash_key, sizeof(cache__hash_key), 0) !=
+	    sizeof(cache__hash_key))
+		cache__hash_key.k0 = (uint64_t)cache__now_ns();
+}
+
 int64_t cache__now_ns(void)
 {
 	struct timespec ts;
@@ -58,13 +67,11 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 
 	if (!c)
 		return NULL;
+	pthread_once(&hash_key_once, hash_key_init);
 	c->threads = threads;
 	atomic_init(&c->limit, limit);
 	c->cas_seq = aligned_alloc(64, sizeof(*c->cas_seq) * threads);
 	c->flush_snap = calloc(threads, sizeof(*c->flush_snap));
-	if (getrandom(&cache__hash_key, sizeof(cache__hash_key), 0) !=
-	    sizeof(cache__hash_key))
-		cache__hash_key.k0 = (uint64_t)cache__now_ns();
 	for (unsigned int i = 0; i < QUEUE_SHARDS; i++)
 		pthread_mutex_init(&c->queues[i].lock, NULL);
 	pthread_mutex_init(&c->flush_lock, NULL);

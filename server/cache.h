@@ -77,9 +77,9 @@
  *  48 nkey     key length (1..250)
  *  49 usage    ITEM_VISITED | ITEM_FETCHED
  *  50 data     key, value, "\r\n" (the reply's line end, sent with it)
- * No rcu_head: unlinked items are freed in per-thread batches, linked
- * through nothing inside the item (readers may follow node.next until the
- * grace period ends, so it is never reused).
+ * No rcu_head: unlinked items are freed in batches per (thread, cache),
+ * linked through nothing inside the item (readers may follow node.next
+ * until the grace period ends, so it is never reused).
  */
 struct item {
 	struct rhash_head node;
@@ -134,16 +134,26 @@ enum cache_result {
 struct cache;
 
 /* threads: how many worker threads will store (their index is the
- * `thread` argument below); limit: bytes. Starts the maintenance thread. */
+ * `thread` argument below); limit: bytes. Starts the maintenance thread.
+ * Caches in one process are independent: each hashes with its own table's
+ * secret, and none changes how another hashes. */
 struct cache *cache_create(unsigned int threads, uint64_t limit);
+/* Every thread but the caller must have flushed c (cache_thread_flush)
+ * after its last use of c; the caller's own batch of c is flushed here. */
 void cache_destroy(struct cache *c);
 
 /* Changes the limit (cache_memlimit); evicts down to it in the background. */
 void cache_set_limit(struct cache *c, uint64_t limit);
 
-/* Hands the calling thread's batch of unlinked items to reclamation; each
- * thread that uses the cache calls it now and then (worker tick) and
- * before it exits. */
+/*
+ * Unlinked items wait for their grace period in batches, one per (thread,
+ * cache): items a thread unlinks from c (overwrite, delete, eviction,
+ * expiry) join that thread's batch of c only, and are freed against c's
+ * accounting alone. cache_thread_flush(c) hands the calling thread's batch
+ * of c, and no other, to reclamation; each thread that writes to c calls
+ * it now and then (worker tick), and before it exits or c is destroyed
+ * (a batch left behind is never freed).
+ */
 void cache_thread_flush(struct cache *c);
 
 /* The current unix time, as the cache sees it. */

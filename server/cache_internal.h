@@ -40,7 +40,7 @@ struct cas_seq {
 };
 
 struct cache {
-	struct rhashtable ht;
+	struct rhashtable ht; /* its own secret: see cache__key_hash */
 	unsigned int threads;
 	struct cas_seq *cas_seq; /* [threads], each written by its thread */
 
@@ -78,9 +78,15 @@ struct cache {
 
 /* ---- the table: hashing and parameters ---- */
 
-/* The table hashes with its own 32-bit seed mixed into a 128-bit secret
- * of ours, so a re-seed moves keys and the secret stays long (drawn by
- * cache_create). */
+/*
+ * Lengthens the table's seed into a SipHash key. Drawn once per process
+ * (cache.c) and never changed, so no cache's hashing moves under it. What
+ * differs per cache is the seed: each cache's table draws its own 128-bit
+ * secret (and draws anew on a flood re-seed), folded into the 32 bits the
+ * table hands a user hash function. A key kept in struct cache could not
+ * reach the hash of an item (the table passes only the item and the seed),
+ * and the seed alone is too short a key: a scan's order shows buckets.
+ */
 extern struct siphash_key cache__hash_key;
 
 static inline uint32_t cache__key_hash(const void *data, uint32_t len,
@@ -171,7 +177,7 @@ bool cache__mem_reserve(struct cache *c, int64_t fp);
 /* The reserved item is linked now. */
 void cache__mem_linked(struct cache *c, const struct item *it, int64_t fp);
 /* Hands an item unlinked from the table and its queue to reclamation, in
- * the calling thread's batch; outside read-side sections. */
+ * the calling thread's batch of c; outside read-side sections. */
 void cache__item_retire(struct cache *c, struct item *it);
 /* Waits until every unlinked item of c is freed: the calling thread's
  * batch and every batch already handed over. */

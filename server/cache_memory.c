@@ -1,7 +1,7 @@
 /*
  * The cache's memory: items as the allocator counts them, the reservation
  * a write makes before it links, and the reclamation of unlinked items in
- * per-thread batches that wait for one grace period together.
+ * batches per (thread, cache) that wait for one grace period together.
  */
 #include <malloc.h>
 #include <stdlib.h>
@@ -16,17 +16,24 @@
 
 #define RETIRE_BATCH 64 /* unlinked items per grace period */
 
-/* Unlinked items waiting for one grace period together: no rcu_head in
- * any item. Each thread fills its own and hands it to call_rcu. */
+/*
+ * Unlinked items of one cache waiting for one grace period together: no
+ * rcu_head in any item. A thread keeps one open batch per cache it has
+ * unlinked items of (see tls_batches) and hands it to call_rcu when it is
+ * full or flushed; the callback frees its items against c's accounting.
+ */
 struct retire_batch {
 	struct rcu_head rcu;
 	struct cache *c;
+	struct retire_batch *next; /* the thread's batch of another cache */
 	unsigned int n;
 	int64_t bytes;
 	struct item *items[RETIRE_BATCH];
 };
 
-static _Thread_local struct retire_batch *tls_batch;
+/* The calling thread's open batches, at most one per cache; a thread
+ * rarely writes to more than one cache, so the list is short. */
+static _Thread_local struct retire_batch *tls_batches;
 
 size_t cache_item_footprint(const struct item *it)
 {
@@ -115,15 +122,32 @@ static void batch_free_rcu(struct rcu_head *head)
 	rhkv_rcu_callback_exit();
 }
 
+/* The link to the calling thread's open batch of c: the head of its list
+ * or a batch's next (it holds NULL when there is no such batch). */
+static struct retire_batch **batch_link(struct cache *c)
+{
+	struct retire_batch **p = &tls_batches;
+
+	while (*p && (*p)->c != c)
+		p = &(*p)->next;
+	return p;
+}
+
+/* Takes the batch at *p off the thread's list and hands it to call_rcu. */
+static void batch_hand_over(struct retire_batch **p)
+{
+	struct retire_batch *b = *p;
+
+	*p = b->next;
+	rhkv_rcu_call(&b->rcu, batch_free_rcu);
+}
+
 void cache_thread_flush(struct cache *c)
 {
-	struct retire_batch *b = tls_batch;
+	struct retire_batch **p = batch_link(c);
 
-	(void)c;
-	if (!b)
-		return;
-	tls_batch = NULL;
-	rhkv_rcu_call(&b->rcu, batch_free_rcu);
+	if (*p)
+		batch_hand_over(p);
 }
 
 /*
@@ -134,7 +158,8 @@ void cache_thread_flush(struct cache *c)
 void cache__item_retire(struct cache *c, struct item *it)
 {
 	int64_t fp = (int64_t)cache_item_footprint(it);
-	struct retire_batch *b = tls_batch;
+	struct retire_batch **p = batch_link(c);
+	struct retire_batch *b = *p;
 
 	cache__add64(&c->live, -fp);
 	cache__add64(&c->item_data, -(int64_t)cache__item_data_size(it));
@@ -149,15 +174,16 @@ void cache__item_retire(struct cache *c, struct item *it)
 			return;
 		}
 		b->c = c;
+		b->next = NULL;
 		b->n = 0;
 		b->bytes = 0;
-		tls_batch = b;
+		*p = b;
 	}
 	b->items[b->n++] = it;
 	b->bytes += fp;
 	/* Big values should not wait in a batch for company. */
 	if (b->n == RETIRE_BATCH || (uint64_t)b->bytes >= cache__limit(c) / 64)
-		cache_thread_flush(c);
+		batch_hand_over(p);
 }
 
 void cache__reclaim_wait(struct cache *c)
