@@ -1,12 +1,12 @@
 /*
  * The cache: items stored in the rhashtable, keyed by their bytes, within
- * a memory limit, evicted by CLOCK over the table and expired in the
- * background.
+ * a memory limit, evicted by SIEVE and expired in the background. The
+ * module's files share server/cache_internal.h; this is its public API.
  *
  * Items are immutable once published, except exptime (atomic, so touch and
- * gat need no copy), the CLOCK byte and the reference count. A write builds
- * a new item and replaces or inserts it; the old item is released after a
- * grace period.
+ * gat need no copy), the usage byte (SIEVE's visited bit) and the reference
+ * count. A write builds a new item and replaces or inserts it; the old item
+ * is released after a grace period.
  *
  * Concurrency: every function may run on any registered worker thread at
  * once. cache_find() must be called inside an RCU read-side section and the
@@ -44,9 +44,10 @@
  * EXPIRY is lazy on access and swept in the background: a maintenance
  * thread walks the table with its own cursor for at most 2 ms per tick
  * (every 100 ms; every 10 ms while it keeps finding dead items, so a mass
- * expiry is reclaimed in seconds without a long pause) and unlinks them. flush_all is O(1): it records, at its
- * time, how far each thread's cas sequence had got; items with a cas at or
- * below that are dead, and the sweep reclaims them.
+ * expiry is reclaimed in seconds without a long pause) and unlinks them.
+ * flush_all is O(1): it records, at its time, how far each thread's cas
+ * sequence had got; items with a cas at or below that are dead, and the
+ * sweep reclaims them.
  */
 #ifndef RHKV_SERVER_CACHE_H
 #define RHKV_SERVER_CACHE_H
@@ -58,7 +59,8 @@
 
 #include "common/rhashtable.h"
 
-/* The CLOCK byte: readers set both bits, the hand clears VISITED. */
+/* The usage byte: a hit sets both bits, the SIEVE hand clears VISITED;
+ * FETCHED only feeds the eviction stats. */
 #define ITEM_VISITED 1u
 #define ITEM_FETCHED 2u
 
@@ -73,11 +75,11 @@
  *  40 nbytes   value length without "\r\n"
  *  44 refs     1 for the table, +1 per in-flight zero-copy reply
  *  48 nkey     key length (1..250)
- *  49 clock    ITEM_VISITED | ITEM_FETCHED
+ *  49 usage    ITEM_VISITED | ITEM_FETCHED
  *  50 data     key, value, "\r\n" (the reply's line end, sent with it)
- * No rcu_head: unlinked items are freed in per-thread batches, linked
- * through nothing inside the item (readers may follow node.next until the
- * grace period ends, so it is never reused).
+ * No rcu_head: unlinked items are freed in batches per (thread, cache),
+ * linked through nothing inside the item (readers may follow node.next
+ * until the grace period ends, so it is never reused).
  */
 struct item {
 	struct rhash_head node;
@@ -88,7 +90,7 @@ struct item {
 	uint32_t nbytes;
 	_Atomic uint32_t refs;
 	uint8_t nkey;
-	_Atomic uint8_t clock;
+	_Atomic uint8_t usage;
 	char data[];
 };
 
@@ -132,16 +134,26 @@ enum cache_result {
 struct cache;
 
 /* threads: how many worker threads will store (their index is the
- * `thread` argument below); limit: bytes. Starts the maintenance thread. */
+ * `thread` argument below); limit: bytes. Starts the maintenance thread.
+ * Caches in one process are independent: each hashes with its own table's
+ * secret, and none changes how another hashes. */
 struct cache *cache_create(unsigned int threads, uint64_t limit);
+/* Every thread but the caller must have flushed c (cache_thread_flush)
+ * after its last use of c; the caller's own batch of c is flushed here. */
 void cache_destroy(struct cache *c);
 
 /* Changes the limit (cache_memlimit); evicts down to it in the background. */
 void cache_set_limit(struct cache *c, uint64_t limit);
 
-/* Hands the calling thread's batch of unlinked items to reclamation; each
- * thread that uses the cache calls it now and then (worker tick) and
- * before it exits. */
+/*
+ * Unlinked items wait for their grace period in batches, one per (thread,
+ * cache): items a thread unlinks from c (overwrite, delete, eviction,
+ * expiry) join that thread's batch of c only, and are freed against c's
+ * accounting alone. cache_thread_flush(c) hands the calling thread's batch
+ * of c, and no other, to reclamation; each thread that writes to c calls
+ * it now and then (worker tick), and before it exits or c is destroyed
+ * (a batch left behind is never freed).
+ */
 void cache_thread_flush(struct cache *c);
 
 /* The current unix time, as the cache sees it. */

@@ -1,3 +1,4 @@
+/* The socketless server of socketless.h. */
 #include <criterion/criterion.h>
 
 #include "common/rcu.h"

@@ -23,31 +23,15 @@ static struct evbuffer *replies;
 
 static void setup(void)
 {
-	char *argv[] = { "rhkvd", NULL };
-
-	rhkv_rcu_register_thread();
-	cr_assert_eq(config_parse(&srv.cfg, 1, argv), 0);
-	srv.cache = cache_create(1, 16u << 20);
-	cr_assert_not_null(srv.cache);
-	pthread_mutex_init(&srv.stats_lock, NULL);
-	w.srv = &srv;
-	w.lat = calloc(LAT_NCLASSES, sizeof(*w.lat));
-	srv.workers = &w;
-	srv.nworkers = 1;
+	socketless_start(&srv, &w);
 	replies = evbuffer_new();
-	cr_assert(w.lat && replies);
+	cr_assert_not_null(replies);
 }
 
 static void teardown(void)
 {
-	while (w.conns)
-		conn_close(w.conns);
-	cache_thread_flush(srv.cache);
-	cache_destroy(srv.cache);
+	socketless_stop(&srv, &w);
 	evbuffer_free(replies);
-	free(w.lat);
-	pthread_mutex_destroy(&srv.stats_lock);
-	rhkv_rcu_unregister_thread();
 }
 
 /* The replies so far (then emptied); the caller frees. */

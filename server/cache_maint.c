@@ -1,0 +1,216 @@
+/*
+ * Expiry and flush_all: whether an item is alive, the O(1) flush (a cas
+ * snapshot, applied now or when its time comes), and the maintenance
+ * thread that sweeps dead items and keeps a little room free.
+ */
+#include <time.h>
+
+#include "cache_internal.h"
+
+#define SWEEP_MAX	256	  /* dead items collected per sweep step */
+#define TICK_NS		100000000 /* maintenance: every 100 ms, */
+#define TICK_BUSY_NS	10000000  /* or 10 ms while the sweep reclaims */
+#define SWEEP_BUDGET_NS 2000000	  /* at most 2 ms of sweeping a tick */
+#define SWEEP_STEP	64
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- flush_all ---- */
+
+static void flush_apply(struct cache *c)
+{
+	for (unsigned int t = 0; t < c->threads; t++)
+		atomic_store_explicit(
+			&c->flush_snap[t],
+			atomic_load_explicit(&c->cas_seq[t].v,
+					     memory_order_relaxed),
+			memory_order_release);
+	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
+}
+
+void cache__flush_if_due(struct cache *c)
+{
+	int64_t due =
+		atomic_load_explicit(&c->flush_due_ns, memory_order_acquire);
+
+	if (!due || cache__now_ns() < due)
+		return;
+	pthread_mutex_lock(&c->flush_lock);
+	if (atomic_load_explicit(&c->flush_due_ns, memory_order_relaxed) ==
+	    due) {
+		flush_apply(c);
+		atomic_store_explicit(&c->flush_due_ns, 0,
+				      memory_order_release);
+	}
+	pthread_mutex_unlock(&c->flush_lock);
+}
+
+void cache_flush(struct cache *c, int64_t delay)
+{
+	/* As memcached: a delay up to 30 days is relative, above it a unix
+	 * time; relative delays count from now to the nanosecond. */
+	int64_t due = 0;
+
+	if (delay > REL_TIME_MAX)
+		due = delay < INT64_MAX / 1000000000 ? delay * 1000000000
+						     : INT64_MAX;
+	else if (delay > 0)
+		due = cache__now_ns() + delay * 1000000000;
+	pthread_mutex_lock(&c->flush_lock);
+	if (due <= cache__now_ns()) {
+		flush_apply(c);
+		atomic_store_explicit(&c->flush_due_ns, 0,
+				      memory_order_release);
+	} else {
+		atomic_store_explicit(&c->flush_due_ns, due,
+				      memory_order_release);
+	}
+	pthread_mutex_unlock(&c->flush_lock);
+}
+
+static bool flushed(struct cache *c, const struct item *it)
+{
+	uint64_t seq = (it->cas - 1) / c->threads;
+	unsigned int t = (unsigned int)((it->cas - 1) % c->threads);
+
+	return seq <=
+	       atomic_load_explicit(&c->flush_snap[t], memory_order_acquire);
+}
+
+bool cache_item_live(struct cache *c, const struct item *it, int64_t now)
+{
+	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
+
+	if (exp && exp <= now)
+		return false;
+	cache__flush_if_due(c);
+	return !flushed(c, it);
+}
+
+/* ---- the expiry sweep: a table cursor, dead items only ---- */
+
+struct sweep_ctx {
+	struct cache *c;
+	int64_t now;
+	unsigned int n;
+	struct item *dead[SWEEP_MAX];
+};
+
+static void sweep_visit(void *obj, void *arg)
+{
+	struct sweep_ctx *sw = arg;
+	struct item *it = obj;
+
+	if (sw->n == SWEEP_MAX || cache_item_live(sw->c, it, sw->now))
+		return;
+	/* Another writer may have unlinked it meanwhile: then it is theirs. */
+	if (rhashtable_remove_fast(&sw->c->ht, &it->node, cache__params))
+		return;
+	sw->dead[sw->n++] = it;
+	cache__count(&sw->c->reclaimed);
+	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
+	      ITEM_FETCHED))
+		cache__count(&sw->c->expired_unfetched);
+}
+
+/* ---- the maintenance thread ---- */
+
+/* Keeps a little room free so that writers rarely evict themselves. */
+static void maint_evict(struct cache *c)
+{
+	int64_t headroom = (int64_t)(cache__limit(c) / 64);
+
+	if (cache__load64(&c->mem) + headroom > cache__item_budget(c))
+		cache__evict_until(c, headroom);
+}
+
+/* Unlinks dead items for at most SWEEP_BUDGET_NS, resuming where the last
+ * tick stopped. Returns whether it found any. */
+static bool maint_sweep(struct cache *c)
+{
+	int64_t start = mono_ns();
+	bool found = false;
+
+	if (!atomic_load_explicit(&c->sweep_wanted, memory_order_relaxed))
+		return false;
+	do {
+		struct sweep_ctx sw = { .c = c, .now = cache_now() };
+
+		c->sweep_cursor =
+			rhashtable_scan(&c->ht, c->sweep_cursor, SWEEP_STEP,
+					sweep_visit, &sw, NULL);
+		for (unsigned int i = 0; i < sw.n; i++)
+			cache__item_unlinked(c, sw.dead[i]);
+		found |= sw.n > 0;
+		if (c->sweep_cursor == 0) {
+			cache__count(&c->sweep_passes);
+			break;
+		}
+	} while (mono_ns() - start < SWEEP_BUDGET_NS);
+	return found;
+}
+
+static void *maint_main(void *arg)
+{
+	struct cache *c = arg;
+
+	rhkv_rcu_register_thread();
+	pthread_mutex_lock(&c->maint_lock);
+	while (!c->maint_stop) {
+		struct timespec until;
+		bool busy;
+
+		pthread_mutex_unlock(&c->maint_lock);
+		cache__flush_if_due(c);
+		maint_evict(c);
+		/* A mass expiry: sweep more often, never longer at a time. */
+		busy = maint_sweep(c);
+		cache_thread_flush(c);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += busy ? TICK_BUSY_NS : TICK_NS;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&c->maint_lock);
+		if (!c->maint_stop)
+			pthread_cond_timedwait(&c->maint_cond, &c->maint_lock,
+					       &until);
+	}
+	pthread_mutex_unlock(&c->maint_lock);
+	rhkv_rcu_unregister_thread();
+	return NULL;
+}
+
+int cache__maint_start(struct cache *c)
+{
+	int err = pthread_create(&c->maint, NULL, maint_main, c);
+
+	c->maint_started = err == 0;
+	return err;
+}
+
+void cache__maint_stop(struct cache *c)
+{
+	if (!c->maint_started)
+		return;
+	pthread_mutex_lock(&c->maint_lock);
+	c->maint_stop = true;
+	pthread_cond_signal(&c->maint_cond);
+	pthread_mutex_unlock(&c->maint_lock);
+	pthread_join(c->maint, NULL);
+	c->maint_started = false;
+}
+
+void cache__maint_wake(struct cache *c)
+{
+	pthread_mutex_lock(&c->maint_lock);
+	pthread_cond_signal(&c->maint_cond);
+	pthread_mutex_unlock(&c->maint_lock);
+}

@@ -1,0 +1,719 @@
+/*
+ * The cache API called directly, no connection and no socket: every store
+ * mode and its replies, delete, incr/decr, touch, exptime, flush_all, scan,
+ * the memory limit, and two caches in one process (each keeps its own keys
+ * and its own unlinked-item batches).
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/rcu.h"
+#include "server/cache.h"
+
+#define MB (1u << 20)
+
+static void setup(void)
+{
+	rhkv_rcu_register_thread();
+}
+
+static void teardown(void)
+{
+	rhkv_rcu_unregister_thread();
+}
+
+TestSuite(cache_api, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct cache_key key(const char *s)
+{
+	return (struct cache_key){ s, strlen(s) };
+}
+
+static enum cache_result put(struct cache *c, enum cache_store_mode mode,
+			     const char *k, const char *v, uint32_t flags,
+			     int64_t exptime, uint64_t cas_in,
+			     uint64_t *cas_out)
+{
+	return cache_store(c, 0, mode, key(k), flags, exptime, v,
+			   (uint32_t)strlen(v), cas_in, cas_out);
+}
+
+static enum cache_result set(struct cache *c, const char *k, const char *v)
+{
+	return put(c, CACHE_SET, k, v, 0, 0, 0, NULL);
+}
+
+/* What a get of k sees: whether it hit, and then the value (as a string,
+ * cut at 255 bytes), its length, flags, cas and exptime. */
+struct got {
+	bool hit, expired;
+	char value[256];
+	uint32_t nbytes;
+	uint32_t flags;
+	uint64_t cas;
+	uint32_t exptime;
+};
+
+static struct got get(struct cache *c, const char *k)
+{
+	struct got g = { 0 };
+	struct item *it;
+
+	rhkv_rcu_read_lock();
+	it = cache_find(c, key(k), &g.expired);
+	if (it) {
+		size_t n = it->nbytes < sizeof(g.value) - 1
+				   ? it->nbytes
+				   : sizeof(g.value) - 1;
+
+		g.hit = true;
+		g.nbytes = it->nbytes;
+		memcpy(g.value, item_value(it), n);
+		g.value[n] = '\0';
+		cr_assert_eq(memcmp(item_value(it) + it->nbytes, "\r\n", 2), 0);
+		g.flags = it->flags;
+		g.cas = it->cas;
+		g.exptime = atomic_load(&it->exptime);
+	}
+	rhkv_rcu_read_unlock();
+	return g;
+}
+
+static void assert_value(struct cache *c, const char *k, const char *v)
+{
+	struct got g = get(c, k);
+
+	cr_assert(g.hit, "%s: miss, expected \"%s\"", k, v);
+	cr_assert_eq(g.nbytes, strlen(v), "%s", k);
+	cr_assert_str_eq(g.value, v, "%s", k);
+}
+
+static void assert_miss(struct cache *c, const char *k)
+{
+	cr_assert_not(get(c, k).hit, "%s: hit, expected a miss", k);
+}
+
+static struct cache *new_cache(uint64_t limit)
+{
+	struct cache *c = cache_create(1, limit);
+
+	cr_assert_not_null(c);
+	return c;
+}
+
+/* Frees what this thread left unlinked, then the cache. */
+static void done(struct cache *c)
+{
+	cache_thread_flush(c);
+	cache_destroy(c);
+}
+
+static struct cache_stats stats(struct cache *c)
+{
+	struct cache_stats st;
+
+	cache_get_stats(c, &st, false);
+	return st;
+}
+
+/* ---- store modes ---- */
+
+Test(cache_api, set_get_and_overwrite)
+{
+	struct cache *c = new_cache(16 * MB);
+	uint64_t cas1 = 0, cas2 = 0;
+	struct got g;
+
+	assert_miss(c, "a");
+	cr_assert_eq(put(c, CACHE_SET, "a", "hello", 42, 0, 0, &cas1),
+		     CACHE_STORED);
+	g = get(c, "a");
+	cr_assert(g.hit);
+	cr_assert_str_eq(g.value, "hello");
+	cr_assert_eq(g.flags, 42);
+	cr_assert_eq(g.cas, cas1);
+	cr_assert_neq(cas1, 0);
+
+	cr_assert_eq(put(c, CACHE_SET, "a", "", 7, 0, 0, &cas2), CACHE_STORED);
+	g = get(c, "a");
+	cr_assert_str_eq(g.value, "");
+	cr_assert_eq(g.flags, 7);
+	cr_assert_eq(g.cas, cas2);
+	cr_assert_neq(cas2, cas1);
+	cr_assert_eq(stats(c).curr_items, 1);
+	done(c);
+}
+
+Test(cache_api, add)
+{
+	struct cache *c = new_cache(16 * MB);
+
+	cr_assert_eq(put(c, CACHE_ADD, "k", "first", 0, 0, 0, NULL),
+		     CACHE_STORED);
+	cr_assert_eq(put(c, CACHE_ADD, "k", "second", 0, 0, 0, NULL),
+		     CACHE_NOT_STORED);
+	assert_value(c, "k", "first");
+	/* An expired item does not block an add. */
+	cr_assert_eq(put(c, CACHE_SET, "x", "old", 0, -1, 0, NULL),
+		     CACHE_STORED);
+	cr_assert_eq(put(c, CACHE_ADD, "x", "new", 0, 0, 0, NULL),
+		     CACHE_STORED);
+	assert_value(c, "x", "new");
+	done(c);
+}
+
+Test(cache_api, replace)
+{
+	struct cache *c = new_cache(16 * MB);
+
+	cr_assert_eq(put(c, CACHE_REPLACE, "k", "v", 0, 0, 0, NULL),
+		     CACHE_NOT_STORED);
+	assert_miss(c, "k");
+	cr_assert_eq(set(c, "k", "v1"), CACHE_STORED);
+	cr_assert_eq(put(c, CACHE_REPLACE, "k", "v2", 3, 0, 0, NULL),
+		     CACHE_STORED);
+	assert_value(c, "k", "v2");
+	cr_assert_eq(get(c, "k").flags, 3);
+	done(c);
+}
+
+Test(cache_api, append_prepend)
+{
+	struct cache *c = new_cache(16 * MB);
+	int64_t exp = cache_abs_exptime(1000);
+	struct got g;
+
+	cr_assert_eq(put(c, CACHE_APPEND, "k", "x", 0, 0, 0, NULL),
+		     CACHE_NOT_STORED);
+	cr_assert_eq(put(c, CACHE_PREPEND, "k", "x", 0, 0, 0, NULL),
+		     CACHE_NOT_STORED);
+	assert_miss(c, "k");
+
+	cr_assert_eq(put(c, CACHE_SET, "k", "mid", 9, exp, 0, NULL),
+		     CACHE_STORED);
+	/* Flags and exptime given to append/prepend are ignored. */
+	cr_assert_eq(put(c, CACHE_APPEND, "k", "-end", 1, 0, 0, NULL),
+		     CACHE_STORED);
+	cr_assert_eq(put(c, CACHE_PREPEND, "k", "start-", 2, 0, 0, NULL),
+		     CACHE_STORED);
+	g = get(c, "k");
+	cr_assert_str_eq(g.value, "start-mid-end");
+	cr_assert_eq(g.flags, 9);
+	cr_assert_eq(g.exptime, (uint32_t)exp);
+	done(c);
+}
+
+Test(cache_api, cas)
+{
+	struct cache *c = new_cache(16 * MB);
+	uint64_t cas = 0, cas2 = 0;
+
+	cr_assert_eq(put(c, CACHE_CAS, "k", "v", 0, 0, 1, NULL),
+		     CACHE_NOT_FOUND);
+	assert_miss(c, "k");
+	cr_assert_eq(put(c, CACHE_SET, "k", "v1", 0, 0, 0, &cas), CACHE_STORED);
+	cr_assert_eq(put(c, CACHE_CAS, "k", "v2", 0, 0, cas + 1, NULL),
+		     CACHE_EXISTS);
+	assert_value(c, "k", "v1");
+	cr_assert_eq(put(c, CACHE_CAS, "k", "v2", 0, 0, cas, &cas2),
+		     CACHE_STORED);
+	assert_value(c, "k", "v2");
+	cr_assert_eq(get(c, "k").cas, cas2);
+	/* The cas it matched is used up. */
+	cr_assert_eq(put(c, CACHE_CAS, "k", "v3", 0, 0, cas, NULL),
+		     CACHE_EXISTS);
+	assert_value(c, "k", "v2");
+	/* An expired item is not found by cas. */
+	cr_assert_eq(put(c, CACHE_SET, "e", "v", 0, -1, 0, &cas), CACHE_STORED);
+	cr_assert_eq(put(c, CACHE_CAS, "e", "v2", 0, 0, cas, NULL),
+		     CACHE_NOT_FOUND);
+	done(c);
+}
+
+Test(cache_api, delete)
+{
+	struct cache *c = new_cache(16 * MB);
+
+	cr_assert_not(cache_delete(c, key("k")));
+	cr_assert_eq(set(c, "k", "v"), CACHE_STORED);
+	cr_assert(cache_delete(c, key("k")));
+	assert_miss(c, "k");
+	cr_assert_not(cache_delete(c, key("k")));
+	/* A dead item is removed but was not a hit. */
+	cr_assert_eq(put(c, CACHE_SET, "e", "v", 0, -1, 0, NULL), CACHE_STORED);
+	cr_assert_eq(stats(c).curr_items, 1);
+	cr_assert_not(cache_delete(c, key("e")));
+	cr_assert_eq(stats(c).curr_items, 0);
+	done(c);
+}
+
+/* ---- incr/decr ---- */
+
+static enum cache_result incr(struct cache *c, const char *k, bool up,
+			      uint64_t delta, uint64_t *v)
+{
+	return cache_incr(c, 0, key(k), up, delta, v);
+}
+
+/* incr (up) or decr of "n" by delta gives want, stored as value (NULL:
+ * not checked). */
+static void step(struct cache *c, bool up, uint64_t delta, uint64_t want,
+		 const char *value)
+{
+	uint64_t v = 12345;
+
+	cr_assert_eq(incr(c, "n", up, delta, &v), CACHE_STORED);
+	cr_assert_eq(v, want, "%s %" PRIu64, up ? "incr" : "decr", delta);
+	if (value)
+		assert_value(c, "n", value);
+}
+
+Test(cache_api, incr_decr)
+{
+	struct cache *c = new_cache(16 * MB);
+	uint64_t v;
+
+	cr_assert_eq(incr(c, "n", true, 1, &v), CACHE_NOT_FOUND);
+	cr_assert_eq(incr(c, "n", false, 1, &v), CACHE_NOT_FOUND);
+	assert_miss(c, "n");
+
+	cr_assert_eq(put(c, CACHE_SET, "n", "10", 5, 0, 0, NULL), CACHE_STORED);
+	step(c, true, 5, 15, "15");
+	cr_assert_eq(get(c, "n").flags, 5);
+	step(c, false, 3, 12, "12");
+	/* decr clamps at 0 and, shrinking, keeps the length padded with
+	 * spaces (as memcached's in-place update); incr reads that back. */
+	step(c, false, 100, 0, "0 ");
+	step(c, true, 7, 7, "7 ");
+	step(c, true, 100, 107, "107");
+	done(c);
+}
+
+Test(cache_api, incr_wraps_at_64_bits)
+{
+	struct cache *c = new_cache(16 * MB);
+
+	cr_assert_eq(set(c, "n", "18446744073709551615"), CACHE_STORED);
+	step(c, true, 1, 0, NULL);
+	step(c, true, 2, 2, NULL);
+	cr_assert_eq(set(c, "n", "18446744073709551610"), CACHE_STORED);
+	step(c, true, UINT64_MAX, UINT64_C(18446744073709551609),
+	     "18446744073709551609");
+	step(c, false, UINT64_MAX, 0, "0                   ");
+	done(c);
+}
+
+Test(cache_api, incr_non_numeric)
+{
+	static const char *const bad[] = {
+		"abc",			 /* letters */
+		"",			 /* empty */
+		"-1",			 /* a sign */
+		" 1",			 /* leading space */
+		"1a",			 /* a trailing letter */
+		"18446744073709551616",	 /* 2^64 */
+		"000000000000000000001", /* 21 digits */
+	};
+	struct cache *c = new_cache(16 * MB);
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(set(c, "n", bad[i]), CACHE_STORED);
+		cr_assert_eq(incr(c, "n", true, 1, &v), CACHE_NON_NUMERIC,
+			     "\"%s\"", bad[i]);
+		cr_assert_eq(incr(c, "n", false, 1, &v), CACHE_NON_NUMERIC,
+			     "\"%s\"", bad[i]);
+		assert_value(c, "n", bad[i]);
+	}
+	/* Twenty digits that fit, and trailing spaces, are numeric. */
+	cr_assert_eq(set(c, "n", "00000000000000000009"), CACHE_STORED);
+	cr_assert_eq(incr(c, "n", true, 1, &v), CACHE_STORED);
+	cr_assert_eq(v, 10);
+	cr_assert_eq(set(c, "n", "4   "), CACHE_STORED);
+	cr_assert_eq(incr(c, "n", false, 1, &v), CACHE_STORED);
+	cr_assert_eq(v, 3);
+	done(c);
+}
+
+/* ---- expiry, touch, flush_all ---- */
+
+Test(cache_api, abs_exptime)
+{
+	int64_t now = cache_now();
+
+	cr_assert_eq(cache_abs_exptime(0), 0);
+	cr_assert_eq(cache_abs_exptime(-1), -1);
+	cr_assert_eq(cache_abs_exptime(INT64_MIN), -1);
+	cr_assert_geq(cache_abs_exptime(100), now + 100);
+	cr_assert_leq(cache_abs_exptime(100), cache_now() + 100);
+	/* Past 30 days: a unix time, taken as it is. */
+	cr_assert_eq(cache_abs_exptime(60 * 60 * 24 * 30 + 1),
+		     60 * 60 * 24 * 30 + 1);
+	cr_assert_eq(cache_abs_exptime(now + 5), now + 5);
+}
+
+Test(cache_api, exptime)
+{
+	struct cache *c = new_cache(16 * MB);
+	int64_t now = cache_now();
+	struct got g;
+
+	/* Negative: stored already expired. */
+	cr_assert_eq(put(c, CACHE_SET, "neg", "v", 0, cache_abs_exptime(-1), 0,
+			 NULL),
+		     CACHE_STORED);
+	g = get(c, "neg");
+	cr_assert_not(g.hit);
+	cr_assert(g.expired);
+	/* An absolute time in the past. */
+	cr_assert_eq(put(c, CACHE_SET, "past", "v", 0,
+			 cache_abs_exptime(now - 10), 0, NULL),
+		     CACHE_STORED);
+	g = get(c, "past");
+	cr_assert_not(g.hit);
+	cr_assert(g.expired);
+	/* In the future, relative and absolute. */
+	cr_assert_eq(put(c, CACHE_SET, "rel", "v", 0, cache_abs_exptime(1000),
+			 0, NULL),
+		     CACHE_STORED);
+	g = get(c, "rel");
+	cr_assert(g.hit);
+	cr_assert_geq(g.exptime, (uint32_t)(now + 1000));
+	cr_assert_eq(put(c, CACHE_SET, "abs", "v", 0,
+			 cache_abs_exptime(now + 1000), 0, NULL),
+		     CACHE_STORED);
+	cr_assert(get(c, "abs").hit);
+	g = get(c, "missing");
+	cr_assert_not(g.hit);
+	cr_assert_not(g.expired);
+
+	/* cache_reap unlinks the dead ones a find reported. */
+	cr_assert_eq(stats(c).curr_items, 4);
+	cache_reap(c, key("neg"));
+	cache_reap(c, key("past"));
+	cache_reap(c, key("rel")); /* alive: stays */
+	cr_assert_eq(stats(c).curr_items, 2);
+	cr_assert_not(get(c, "neg").expired);
+	cr_assert(get(c, "rel").hit);
+	done(c);
+}
+
+Test(cache_api, touch)
+{
+	struct cache *c = new_cache(16 * MB);
+	struct got g;
+
+	cr_assert_not(cache_touch(c, key("k"), 0));
+	cr_assert_eq(
+		put(c, CACHE_SET, "k", "v", 0, cache_abs_exptime(100), 0, NULL),
+		CACHE_STORED);
+	cr_assert(cache_touch(c, key("k"), 0));
+	g = get(c, "k");
+	cr_assert(g.hit);
+	cr_assert_eq(g.exptime, 0);
+	cr_assert(cache_touch(c, key("k"), cache_abs_exptime(5000)));
+	cr_assert_geq(get(c, "k").exptime, (uint32_t)(cache_now() + 4999));
+	/* Touching into the past expires it; then it is not found. */
+	cr_assert(cache_touch(c, key("k"), cache_abs_exptime(-1)));
+	g = get(c, "k");
+	cr_assert_not(g.hit);
+	cr_assert(g.expired);
+	cr_assert_not(cache_touch(c, key("k"), 0));
+	done(c);
+}
+
+Test(cache_api, flush_all_now)
+{
+	struct cache *c = new_cache(16 * MB);
+	char k[16];
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		cr_assert_eq(set(c, k, "v"), CACHE_STORED);
+	}
+	cache_flush(c, 0);
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		assert_miss(c, k);
+	}
+	cr_assert_eq(put(c, CACHE_REPLACE, "k1", "v", 0, 0, 0, NULL),
+		     CACHE_NOT_STORED);
+	/* Writes after the flush live. */
+	cr_assert_eq(set(c, "k1", "after"), CACHE_STORED);
+	assert_value(c, "k1", "after");
+	/* A unix time already past flushes at once too. */
+	cache_flush(c, cache_now() - 1);
+	assert_miss(c, "k1");
+	done(c);
+}
+
+Test(cache_api, flush_all_delayed)
+{
+	struct cache *c = new_cache(16 * MB);
+	struct timespec pause = { 1, 200000000 };
+
+	cr_assert_eq(set(c, "a", "v"), CACHE_STORED);
+	/* Far ahead, relative and absolute: nothing goes yet. */
+	cache_flush(c, 1000);
+	assert_value(c, "a", "v");
+	cache_flush(c, cache_now() + 1000);
+	assert_value(c, "a", "v");
+	/* One second: what was stored before it is due goes once it is. */
+	cache_flush(c, 1);
+	cr_assert_eq(set(c, "b", "v"), CACHE_STORED);
+	assert_value(c, "a", "v");
+	nanosleep(&pause, NULL);
+	assert_miss(c, "a");
+	assert_miss(c, "b");
+	cr_assert_eq(set(c, "c", "v"), CACHE_STORED);
+	assert_value(c, "c", "v");
+	done(c);
+}
+
+/* ---- scan ---- */
+
+#define SCAN_KEYS 3000
+
+static void scan_mark(const struct item *it, void *arg)
+{
+	unsigned char *seen = arg;
+	char k[16];
+	int i;
+
+	cr_assert_lt(it->nkey, sizeof(k));
+	memcpy(k, item_key(it), it->nkey);
+	k[it->nkey] = '\0';
+	cr_assert_eq(sscanf(k, "s%d", &i), 1, "%s", k);
+	cr_assert(i >= 0 && i < SCAN_KEYS + 1, "%s", k);
+	seen[i] = 1;
+}
+
+Test(cache_api, scan_finds_every_key)
+{
+	struct cache *c = new_cache(64 * MB);
+	unsigned char *seen = calloc(SCAN_KEYS + 1, 1);
+	uint64_t cursor = 0;
+	unsigned int calls = 0;
+	char k[16];
+
+	cr_assert_not_null(seen);
+	for (int i = 0; i < SCAN_KEYS; i++) {
+		snprintf(k, sizeof(k), "s%d", i);
+		cr_assert_eq(set(c, k, "v"), CACHE_STORED);
+	}
+	/* A dead key is not reported. */
+	snprintf(k, sizeof(k), "s%d", SCAN_KEYS);
+	cr_assert_eq(put(c, CACHE_SET, k, "v", 0, -1, 0, NULL), CACHE_STORED);
+	do {
+		cursor = cache_scan(c, cursor, 100, scan_mark, seen);
+		cr_assert_lt(++calls, 100000);
+	} while (cursor != 0);
+	for (int i = 0; i < SCAN_KEYS; i++)
+		cr_assert(seen[i], "s%d not reported", i);
+	cr_assert_not(seen[SCAN_KEYS], "the expired key was reported");
+	free(seen);
+	done(c);
+}
+
+/* ---- memory ---- */
+
+Test(cache_api, item_larger_than_limit)
+{
+	struct cache *c = new_cache(MB);
+	size_t n = 2 * MB;
+	char *big = malloc(n);
+
+	cr_assert_not_null(big);
+	memset(big, 'x', n);
+	cr_assert_eq(cache_store(c, 0, CACHE_SET, key("big"), 0, 0, big,
+				 (uint32_t)n, 0, NULL),
+		     CACHE_NO_MEMORY);
+	assert_miss(c, "big");
+	cr_assert_eq(stats(c).bytes, 0);
+	/* Small ones still fit. */
+	cr_assert_eq(set(c, "small", "v"), CACHE_STORED);
+	free(big);
+	done(c);
+}
+
+Test(cache_api, filling_past_the_limit_evicts)
+{
+	const uint64_t limit = MB;
+	struct cache *c = new_cache(limit);
+	char value[4000], k[16];
+	struct cache_stats st;
+
+	memset(value, 'v', sizeof(value));
+	for (int i = 0; i < 2000; i++) { /* 8 MB */
+		snprintf(k, sizeof(k), "f%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+					 sizeof(value), 0, NULL),
+			     CACHE_STORED, "%s", k);
+		st = stats(c);
+		cr_assert_leq(st.bytes, limit, "after %s", k);
+		cr_assert_leq(st.bytes + st.retired_bytes + st.hash_bytes,
+			      limit, "after %s", k);
+	}
+	st = stats(c);
+	cr_assert_gt(st.evictions, 0);
+	cr_assert_lt(st.curr_items, 2000);
+	cr_assert_gt(st.curr_items, 0);
+	snprintf(k, sizeof(k), "f%d", 1999);
+	cr_assert_eq(get(c, k).nbytes, sizeof(value), "newest item evicted");
+	done(c);
+}
+
+Test(cache_api, referenced_item_outlives_its_unlink)
+{
+	struct cache *c = new_cache(16 * MB);
+	struct item *it;
+
+	cr_assert_eq(set(c, "k", "first"), CACHE_STORED);
+	rhkv_rcu_read_lock();
+	it = cache_find(c, key("k"), NULL);
+	cr_assert_not_null(it);
+	item_get(it);
+	rhkv_rcu_read_unlock();
+	cr_assert_eq(set(c, "k", "second"), CACHE_STORED);
+	cache_thread_flush(c);
+	rhkv_rcu_barrier();
+	/* Unlinked and past its grace period, but still referenced. */
+	cr_assert_eq(memcmp(item_value(it), "first", 5), 0);
+	item_put(it);
+	assert_value(c, "k", "second");
+	done(c);
+}
+
+/* ---- two caches in one process ---- */
+
+#define PAIR_KEYS 2000
+
+static void fill(struct cache *c, const char *prefix)
+{
+	char k[32], v[32];
+
+	for (int i = 0; i < PAIR_KEYS; i++) {
+		snprintf(k, sizeof(k), "%s%d", prefix, i);
+		snprintf(v, sizeof(v), "%s-value-%d", prefix, i);
+		cr_assert_eq(set(c, k, v), CACHE_STORED, "%s", k);
+	}
+}
+
+/* Every key of prefix is in c with its value, and none is in other (when
+ * not NULL). */
+static void assert_holds(struct cache *c, struct cache *other,
+			 const char *prefix)
+{
+	char k[32], v[32];
+	int missing = 0, foreign = 0;
+
+	for (int i = 0; i < PAIR_KEYS; i++) {
+		struct got g;
+
+		snprintf(k, sizeof(k), "%s%d", prefix, i);
+		snprintf(v, sizeof(v), "%s-value-%d", prefix, i);
+		g = get(c, k);
+		if (!g.hit || strcmp(g.value, v))
+			missing++;
+		if (other && get(other, k).hit)
+			foreign++;
+	}
+	cr_assert_eq(missing, 0,
+		     "%d of %d \"%s\" keys not found in their cache", missing,
+		     PAIR_KEYS, prefix);
+	cr_assert_eq(foreign, 0, "%d \"%s\" keys found in the other cache",
+		     foreign, prefix);
+}
+
+Test(cache_api, two_caches_keep_their_keys)
+{
+	struct cache *a = new_cache(64 * MB), *b;
+
+	fill(a, "a:");
+	b = new_cache(64 * MB);
+	fill(b, "b:");
+	assert_holds(a, b, "a:");
+	assert_holds(b, a, "b:");
+	cr_assert_eq(stats(a).curr_items, PAIR_KEYS);
+	cr_assert_eq(stats(b).curr_items, PAIR_KEYS);
+	/* Same keys in both, different values. */
+	cr_assert_eq(set(a, "shared", "in a"), CACHE_STORED);
+	cr_assert_eq(set(b, "shared", "in b"), CACHE_STORED);
+	assert_value(a, "shared", "in a");
+	assert_value(b, "shared", "in b");
+	cr_assert(cache_delete(a, key("shared")));
+	assert_miss(a, "shared");
+	assert_value(b, "shared", "in b");
+	done(a);
+	assert_holds(b, NULL, "b:");
+	done(b);
+}
+
+/* Overwrites k in c, leaving the old item unlinked in this thread's batch;
+ * returns its footprint. */
+static uint64_t retire_one(struct cache *c, const char *k)
+{
+	uint64_t before;
+
+	cr_assert_eq(set(c, k, "old value"), CACHE_STORED);
+	before = stats(c).retired_bytes;
+	cr_assert_eq(set(c, k, "new value"), CACHE_STORED);
+	cr_assert_gt(stats(c).retired_bytes, before);
+	return stats(c).retired_bytes - before;
+}
+
+Test(cache_api, two_caches_retire_apart)
+{
+	struct cache *a = new_cache(64 * MB), *b = new_cache(64 * MB);
+	uint64_t live_a, live_b;
+
+	retire_one(a, "k");
+	live_a = stats(a).bytes;
+	retire_one(b, "k");
+	live_b = stats(b).bytes;
+	cr_assert_gt(stats(a).retired_bytes, 0);
+	cr_assert_gt(stats(b).retired_bytes, 0);
+
+	/* Flushing a hands exactly a's batch to reclamation. */
+	cache_thread_flush(a);
+	rhkv_rcu_barrier();
+	cr_assert_eq(stats(a).retired_bytes, 0);
+	cr_assert_gt(stats(b).retired_bytes, 0, "b's batch went with a's");
+	cr_assert_eq(stats(a).bytes, live_a);
+
+	cache_thread_flush(b);
+	rhkv_rcu_barrier();
+	cr_assert_eq(stats(b).retired_bytes, 0,
+		     "b's unlinked items were freed with another cache's "
+		     "accounting");
+	cr_assert_eq(stats(b).bytes, live_b);
+	cache_destroy(a);
+	cache_destroy(b);
+}
+
+Test(cache_api, many_caches_retire_from_one_thread)
+{
+	enum { N = 12 };
+	struct cache *c[N];
+
+	for (int i = 0; i < N; i++)
+		c[i] = new_cache(16 * MB);
+	/* Each cache gets unlinked items from this thread, interleaved. */
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < N; i++)
+			retire_one(c[i], round == 1 ? "x" : "y");
+	for (int i = 0; i < N; i++) {
+		cache_thread_flush(c[i]);
+		rhkv_rcu_barrier();
+		cr_assert_eq(stats(c[i]).retired_bytes, 0, "cache %d", i);
+		for (int j = i + 1; j < N; j++)
+			cr_assert_gt(stats(c[j]).retired_bytes, 0,
+				     "cache %d after flushing %d", j, i);
+	}
+	for (int i = 0; i < N; i++)
+		cache_destroy(c[i]);
+}
