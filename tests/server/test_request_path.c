@@ -14,8 +14,8 @@
 
 #include "common/rcu.h"
 #include "server/conn.h"
-#include "server/server.h"
-#include "server/transport.h" /* TRANSPORT_PROBE */
+#include "server/transport.h"
+#include "socketless.h"
 
 static struct server srv;
 static struct worker w;
