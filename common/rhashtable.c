@@ -318,9 +318,10 @@ static void rehash_bucket(struct rhashtable *ht, struct bucket_table *old,
 
 /*
  * Moves everything from ht->tbl into a new table of new_size buckets (with
- * a new secret when reseed). Returns 1 when done, -ENOMEM, or -EINTR when
- * destroy stopped it (the entries are then split between the two tables,
- * each in exactly one, which destroy handles).
+ * a new secret when reseed). Returns 1 when done, -ENOMEM (a re-seed then
+ * stays requested, for an interval later), or -EINTR when destroy stopped
+ * it (the entries are then split between the two tables, each in exactly
+ * one, which destroy handles).
  */
 static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 			bool reseed)
@@ -337,8 +338,13 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 	if (!new_tbl) {
 		atomic_fetch_add_explicit(&ctl->alloc_failures, 1,
 					  memory_order_relaxed);
-		if (reseed) /* retry a flood re-seed an interval later */
+		if (reseed) {
+			/* Ask again: worker_wait comes back for it once the
+			 * re-seed interval, counted from now, has passed. */
 			ctl->last_reseed_ns = now_ns();
+			atomic_store_explicit(&ctl->reseed_requested, 1,
+					      memory_order_relaxed);
+		}
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&ctl->lock);
@@ -411,14 +417,16 @@ static int resize_step(struct rhashtable *ht)
 	 * comes back for it when the interval has passed. */
 	if (atomic_load_explicit(&ctl->reseed_requested,
 				 memory_order_relaxed) &&
-	    now_ns() - ctl->last_reseed_ns >= RHT_RESEED_INTERVAL_NS) {
-		atomic_store_explicit(&ctl->reseed_requested, 0,
-				      memory_order_relaxed);
+	    now_ns() - ctl->last_reseed_ns >= RHT_RESEED_INTERVAL_NS)
 		reseed = true;
-	}
 	if (atomic_exchange_explicit(&ctl->force_reseed, 0,
 				     memory_order_relaxed))
 		reseed = true;
+	/* Whatever asked for it, this re-seed answers a pending request;
+	 * rehash_table() requests it again if it cannot allocate. */
+	if (reseed)
+		atomic_store_explicit(&ctl->reseed_requested, 0,
+				      memory_order_relaxed);
 	if (size == tbl->size && !reseed)
 		return 0;
 	return rehash_table(ht, size, reseed);

@@ -52,7 +52,8 @@
  * stays meaningful across grows and shrinks, which the cursor scan relies
  * on). If an insert finds a chain longer than RHT_ELASTICITY at a sane load,
  * the worker rehashes at the same size with a new secret (hash flooding
- * defence, at most one such re-seed per second) and the table's generation
+ * defence, at most one such re-seed per second; one that cannot allocate
+ * its table is tried again a second later) and the table's generation
  * number increases. A user hashfn receives a 32-bit seed derived from the
  * secret, as in the kernel.
  *

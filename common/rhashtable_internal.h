@@ -42,7 +42,8 @@ void rht__walkers_table_gone(struct bucket_table *old);
 /* Wakes the resize worker. */
 void rht__kick(struct rhashtable *ht);
 
-/* Asks the worker for a same-size rehash with a new secret, now. */
+/* Asks the worker for a same-size rehash with a new secret, now; if its
+ * table cannot be allocated, it is retried as a flood re-seed would be. */
 void rht__force_reseed(struct rhashtable *ht);
 
 /* Sets the secret of an empty table that is not resizing (tests only). */
