@@ -49,7 +49,8 @@ void rht__force_reseed(struct rhashtable *ht);
 /* Sets the secret of an empty table that is not resizing (tests only). */
 void rht__set_secret(struct rhashtable *ht, const struct siphash_key *key);
 
-/* Longest chain over all tables; takes the RCU read lock. */
+/* rhashtable_longest_chain(): walks in slices, taking the RCU read lock
+ * for each. */
 unsigned int rht__max_chain(struct rhashtable *ht);
 
 /* Whether a resize is in flight. */
