@@ -15,6 +15,11 @@ static _Atomic int log_level = LOG_INFO;
 void log_init(const char *name, enum log_level level)
 {
 	log_name = name;
+	log_set_level(level);
+}
+
+void log_set_level(enum log_level level)
+{
 	atomic_store(&log_level, level);
 }
 

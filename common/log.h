@@ -9,6 +9,8 @@
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_init(const char *name, enum log_level level);
+/* Changes the level; from any thread, at any time (an atomic store). */
+void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
 __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level,

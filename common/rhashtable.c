@@ -66,6 +66,8 @@
 #define RHT_LOCK_SPINS 100
 /* Shortest time between two flood-triggered re-seeds. */
 #define RHT_RESEED_INTERVAL_NS 1000000000LL
+/* Most buckets rht__max_chain() walks in one read-side section. */
+#define RHT_CHAIN_SLICE 1024u
 /* Tables this small check their load on every insert and remove. */
 #define RHT_SMALL_TABLE 1024u
 
@@ -318,9 +320,10 @@ static void rehash_bucket(struct rhashtable *ht, struct bucket_table *old,
 
 /*
  * Moves everything from ht->tbl into a new table of new_size buckets (with
- * a new secret when reseed). Returns 1 when done, -ENOMEM, or -EINTR when
- * destroy stopped it (the entries are then split between the two tables,
- * each in exactly one, which destroy handles).
+ * a new secret when reseed). Returns 1 when done, -ENOMEM (a re-seed then
+ * stays requested, for an interval later), or -EINTR when destroy stopped
+ * it (the entries are then split between the two tables, each in exactly
+ * one, which destroy handles).
  */
 static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 			bool reseed)
@@ -337,8 +340,13 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 	if (!new_tbl) {
 		atomic_fetch_add_explicit(&ctl->alloc_failures, 1,
 					  memory_order_relaxed);
-		if (reseed) /* retry a flood re-seed an interval later */
+		if (reseed) {
+			/* Ask again: worker_wait comes back for it once the
+			 * re-seed interval, counted from now, has passed. */
 			ctl->last_reseed_ns = now_ns();
+			atomic_store_explicit(&ctl->reseed_requested, 1,
+					      memory_order_relaxed);
+		}
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&ctl->lock);
@@ -411,14 +419,16 @@ static int resize_step(struct rhashtable *ht)
 	 * comes back for it when the interval has passed. */
 	if (atomic_load_explicit(&ctl->reseed_requested,
 				 memory_order_relaxed) &&
-	    now_ns() - ctl->last_reseed_ns >= RHT_RESEED_INTERVAL_NS) {
-		atomic_store_explicit(&ctl->reseed_requested, 0,
-				      memory_order_relaxed);
+	    now_ns() - ctl->last_reseed_ns >= RHT_RESEED_INTERVAL_NS)
 		reseed = true;
-	}
 	if (atomic_exchange_explicit(&ctl->force_reseed, 0,
 				     memory_order_relaxed))
 		reseed = true;
+	/* Whatever asked for it, this re-seed answers a pending request;
+	 * rehash_table() requests it again if it cannot allocate. */
+	if (reseed)
+		atomic_store_explicit(&ctl->reseed_requested, 0,
+				      memory_order_relaxed);
 	if (size == tbl->size && !reseed)
 		return 0;
 	return rehash_table(ht, size, reseed);
@@ -724,24 +734,58 @@ unsigned int rhashtable_longest_chain(struct rhashtable *ht)
 	return rht__max_chain(ht);
 }
 
+/*
+ * Walks at most RHT_CHAIN_SLICE buckets of table number *k of the chain
+ * (0: ht->tbl) from bucket *pos, raising *longest, and moves *k and *pos on
+ * (to the next table at the end of this one). Returns false when there is
+ * no table *k. Needs the RCU read lock.
+ */
+static bool chain_slice(struct rhashtable *ht, unsigned int *k,
+			unsigned int *pos, unsigned int *longest)
+{
+	struct bucket_table *tbl = rht__first_table(ht);
+	unsigned int end;
+
+	for (unsigned int i = 0; tbl && i < *k; i++)
+		tbl = rht__future(tbl);
+	if (!tbl)
+		return false;
+	end = *pos < tbl->size && tbl->size - *pos > RHT_CHAIN_SLICE
+		      ? *pos + RHT_CHAIN_SLICE
+		      : tbl->size;
+	for (; *pos < end; ++*pos) {
+		unsigned int len = 0;
+
+		for (struct rhash_head *he =
+			     rht__bucket_first(&tbl->buckets[*pos]);
+		     he; he = rht__next(he))
+			len++;
+		if (len > *longest)
+			*longest = len;
+	}
+	if (*pos >= tbl->size) {
+		++*k;
+		*pos = 0;
+	}
+	return true;
+}
+
+/*
+ * One read-side section per slice, so that a walk of a large table never
+ * holds up a grace period for longer than one slice takes. Between slices
+ * the chain of tables may change (a resize starts or ends): the walk then
+ * goes on by position in whatever table is the k-th now, which is why the
+ * result is exact only when no resize runs meanwhile.
+ */
 unsigned int rht__max_chain(struct rhashtable *ht)
 {
-	unsigned int longest = 0;
+	unsigned int longest = 0, k = 0, pos = 0;
+	bool more;
 
-	rhkv_rcu_read_lock();
-	for (struct bucket_table *tbl = rht__first_table(ht); tbl;
-	     tbl = rht__future(tbl)) {
-		for (unsigned int i = 0; i < tbl->size; i++) {
-			unsigned int len = 0;
-
-			for (struct rhash_head *he =
-				     rht__bucket_first(&tbl->buckets[i]);
-			     he; he = rht__next(he))
-				len++;
-			if (len > longest)
-				longest = len;
-		}
-	}
-	rhkv_rcu_read_unlock();
+	do {
+		rhkv_rcu_read_lock();
+		more = chain_slice(ht, &k, &pos, &longest);
+		rhkv_rcu_read_unlock();
+	} while (more);
 	return longest;
 }

@@ -52,7 +52,8 @@
  * stays meaningful across grows and shrinks, which the cursor scan relies
  * on). If an insert finds a chain longer than RHT_ELASTICITY at a sane load,
  * the worker rehashes at the same size with a new secret (hash flooding
- * defence, at most one such re-seed per second) and the table's generation
+ * defence, at most one such re-seed per second; one that cannot allocate
+ * its table is tried again a second later) and the table's generation
  * number increases. A user hashfn receives a 32-bit seed derived from the
  * secret, as in the kernel.
  *
@@ -674,7 +675,19 @@ struct rhashtable_stats {
 	unsigned long alloc_failures; /* resizes skipped for lack of memory */
 };
 
-/* Longest chain over all tables (walks every bucket: for statistics). */
+/*
+ * The number of entries in the longest chain of the table (of the current
+ * and the future table while a resize is in flight), for statistics. It
+ * walks every bucket, so it costs time in proportion to the size of the
+ * table, but in slices of at most 1024 buckets, each in its own RCU
+ * read-side section (taken and dropped here), so that a large table never
+ * delays a grace period by the whole walk.
+ * What it returns: exact when the table does not change during the call.
+ * With concurrent inserts and removes, each chain counts as it was when its
+ * slice was walked. If a resize starts or ends during the call, it is an
+ * approximation: the walk goes on at the same bucket position in the table
+ * that is then current, so part of a table may be left out.
+ */
 unsigned int rhashtable_longest_chain(struct rhashtable *ht);
 
 /* Bytes of every bucket array in use (two while a resize is in flight):

@@ -42,13 +42,15 @@ void rht__walkers_table_gone(struct bucket_table *old);
 /* Wakes the resize worker. */
 void rht__kick(struct rhashtable *ht);
 
-/* Asks the worker for a same-size rehash with a new secret, now. */
+/* Asks the worker for a same-size rehash with a new secret, now; if its
+ * table cannot be allocated, it is retried as a flood re-seed would be. */
 void rht__force_reseed(struct rhashtable *ht);
 
 /* Sets the secret of an empty table that is not resizing (tests only). */
 void rht__set_secret(struct rhashtable *ht, const struct siphash_key *key);
 
-/* Longest chain over all tables; takes the RCU read lock. */
+/* rhashtable_longest_chain(): walks in slices, taking the RCU read lock
+ * for each. */
 unsigned int rht__max_chain(struct rhashtable *ht);
 
 /* Whether a resize is in flight. */

@@ -1,6 +1,12 @@
 /*
  * Command-line parsing for rhkvd. Flags keep memcached's letters and
  * meanings; bad usage prints a clear message and returns exit code 64.
+ *
+ * Every option is written once, in options[] below: its names, the type of
+ * its argument and its range, its default, its help, its error message,
+ * where it lands in struct config and its name in `stats settings`.
+ * --help, the defaults, getopt's tables, the parsing and config_each() are
+ * all generated from that table.
  */
 #include "config.h"
 
@@ -13,80 +19,300 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
-	"usage: rhkvd [options]\n"
-	"  -p, --port=PORT            TCP port (default 11311)\n"
-	"  -l, --listen=ADDR          address to listen on; repeatable\n"
-	"                             (default 127.0.0.1)\n"
-	"  -s, --unix-socket=PATH     also listen on a unix socket\n"
-	"  -a, --unix-mask=MASK       permissions of the unix socket, octal\n"
-	"                             (default 0700)\n"
-	"  -t, --threads=N            worker threads (default: cores)\n"
-	"  -m, --memory-limit=MIB     memory for items, MiB (default 64)\n"
-	"      --conn-memory=MIB      connection buffers, all together "
-	"(default\n"
-	"                             1/8 of -m)\n"
-	"  -c, --conn-limit=N         simultaneous connections (default 1024)\n"
-	"  -I, --max-item-size=SIZE   largest value, k/m suffixes (default "
-	"1m)\n"
-	"  -u, --user=USER            drop privileges to USER after binding\n"
-	"  -U, --udp-port=0           accepted for compatibility; no UDP\n"
-	"      --idle-timeout=SECS    close connections that complete no\n"
-	"                             request for SECS (default 300; 0: off)\n"
-	"      --stall-timeout=SECS   close connections whose output does not\n"
-	"                             drain (default 30)\n"
-	"      --output-limit=SIZE    pending output before reads pause\n"
-	"                             (default 1m)\n"
-	"      --auth-file=FILE       require clients to authenticate with "
-	"the\n"
-	"                             password on FILE's first line (also\n"
-	"                             RHKV_AUTH_FILE)\n"
-	"      --no-protected-mode    allow listening beyond loopback without\n"
-	"                             a password\n"
-	"      --metrics-port=PORT    serve Prometheus metrics over HTTP at\n"
-	"                             /metrics (default 0: off)\n"
-	"      --metrics-listen=ADDR  address for metrics (default 127.0.0.1)\n"
-	"  -v, --verbose              more logging (-vv: debug)\n"
-	"  -h, --help                 this help\n"
-	"  -V, --version              print the version\n";
-
-enum {
-	OPT_IDLE = 256,
-	OPT_STALL,
-	OPT_OUTPUT,
-	OPT_METRICS,
-	OPT_METRICS_LISTEN,
-	OPT_CONN_MEMORY,
-	OPT_AUTH_FILE,
-	OPT_NO_PROTECTED,
+/* What an option's argument is, and how it is stored. */
+enum opt_type {
+	OPT_INT,     /* decimal in [min, max], into an int */
+	OPT_OCTAL,   /* octal in [min, max], into an unsigned int */
+	OPT_MIB,     /* decimal MiB in [min, max], stored in bytes */
+	OPT_SIZE,    /* bytes with a k or m suffix, in [min, max] */
+	OPT_STRING,  /* a const char *, kept as argv has it */
+	OPT_LIST,    /* repeatable string: cfg->listen[] and cfg->nlisten */
+	OPT_FLAG,    /* no argument: sets a bool */
+	OPT_COUNT,   /* no argument, repeatable (-vv): counts into an int */
+	OPT_HELP,    /* prints --help and stops */
+	OPT_VERSION, /* prints the version and stops */
 };
 
-static const struct option options[] = {
-	{ "port", required_argument, NULL, 'p' },
-	{ "listen", required_argument, NULL, 'l' },
-	{ "unix-socket", required_argument, NULL, 's' },
-	{ "unix-mask", required_argument, NULL, 'a' },
-	{ "threads", required_argument, NULL, 't' },
-	{ "memory-limit", required_argument, NULL, 'm' },
-	{ "conn-limit", required_argument, NULL, 'c' },
-	{ "conn-memory", required_argument, NULL, OPT_CONN_MEMORY },
-	{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
-	{ "no-protected-mode", no_argument, NULL, OPT_NO_PROTECTED },
-	{ "max-item-size", required_argument, NULL, 'I' },
-	{ "user", required_argument, NULL, 'u' },
-	{ "udp-port", required_argument, NULL, 'U' },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
-	{ "stall-timeout", required_argument, NULL, OPT_STALL },
-	{ "output-limit", required_argument, NULL, OPT_OUTPUT },
-	{ "metrics-port", required_argument, NULL, OPT_METRICS },
-	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+struct opt {
+	const char *name; /* long name */
+	char flag;	  /* short letter; 0: long only */
+	enum opt_type type;
+	const char *arg;      /* its argument in --help; NULL: takes none */
+	long long min, max;   /* range, in the argument's unit */
+	long long def;	      /* default of a number, in the argument's unit */
+	const char *def_str;  /* default of a string or list; NULL: none */
+	const char *def_text; /* --help's default when computed (see late) */
+	const char *env;      /* environment variable read when not given */
+	const char *help;
+	const char *what, *why; /* "invalid WHAT 'ARG': WHY" */
+	const char *stat;	/* its name in `stats settings`; NULL: none */
+	/* Where it lands in struct config; size 0: not kept. */
+	size_t off, size;
+	/* Special cases, where a type does not say it all: */
+	void (*late)(struct config *cfg); /* computes a default after parsing */
+	const char *(*show)(const struct config *cfg); /* its stats value */
 };
 
-/* Parses an integer in [min, max]; base 0 allows octal for masks. */
+#define AT(field)                              \
+	.off = offsetof(struct config, field), \
+	.size = sizeof(((struct config *)0)->field)
+
+static void threads_default(struct config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (!cfg->threads)
+		cfg->threads = cores > 0 ? (int)cores : 4;
+}
+
+static void conn_memory_default(struct config *cfg)
+{
+	if (!cfg->conn_memory)
+		cfg->conn_memory = cfg->memory_limit / 8;
+}
+
+static const char *show_protected_mode(const struct config *cfg)
+{
+	return cfg->no_protected_mode ? "no" : "yes";
+}
+
+/*
+ * OPTION(long name, short letter or 0, type, argument's name in --help or
+ * NULL, help, then what applies of: .min/.max (RANGE), .def, .def_str,
+ * .def_text, .env, where it lands (AT), .stat, the error message (BAD),
+ * and the hooks .late and .show).
+ */
+#define OPTION(long_name, letter, kind, arg_name, help_text, ...)      \
+	{                                                              \
+		.name = (long_name), .flag = (letter), .type = (kind), \
+		.arg = (arg_name), .help = (help_text), __VA_ARGS__    \
+	}
+#define RANGE(lo, hi)	 .min = (lo), .max = (hi)
+#define BAD(what_, why_) .what = (what_), .why = (why_)
+
+static const struct opt options[] = {
+	OPTION("port", 'p', OPT_INT, "PORT", "TCP port", RANGE(0, 65535),
+	       .def = 11311, AT(port), .stat = "tcpport",
+	       BAD("port", "not in 0..65535")),
+	OPTION("listen", 'l', OPT_LIST, "ADDR",
+	       "address to listen on; repeatable", .def_str = "127.0.0.1",
+	       .stat = "inter", BAD("listen", "too many")),
+	OPTION("unix-socket", 's', OPT_STRING, "PATH",
+	       "also listen on a unix socket", AT(unix_socket),
+	       .stat = "domain_socket"),
+	OPTION("unix-mask", 'a', OPT_OCTAL, "MASK",
+	       "permissions of the unix socket, octal", RANGE(0, 0777),
+	       .def = 0700, AT(unix_mask), .stat = "umask",
+	       BAD("unix mask", "not octal")),
+	OPTION("threads", 't', OPT_INT, "N", "worker threads", RANGE(1, 256),
+	       .def_text = "cores", .late = threads_default, AT(threads),
+	       .stat = "num_threads", BAD("threads", "not in 1..256")),
+	OPTION("memory-limit", 'm', OPT_MIB, "MIB", "memory for items, MiB",
+	       RANGE(1, 1 << 30), .def = 64, AT(memory_limit),
+	       .stat = "maxbytes", BAD("memory limit", "not a number of MiB")),
+	OPTION("conn-memory", 0, OPT_MIB, "MIB",
+	       "connection buffers, all together, MiB", RANGE(1, 1 << 30),
+	       .def_text = "1/8 of -m", .late = conn_memory_default,
+	       AT(conn_memory), .stat = "conn_memory",
+	       BAD("connection memory", "not a number of MiB")),
+	OPTION("conn-limit", 'c', OPT_INT, "N", "simultaneous connections",
+	       RANGE(1, 1 << 20), .def = 1024, AT(conn_limit),
+	       .stat = "maxconns",
+	       BAD("connection limit", "not in 1..1048576")),
+	OPTION("max-item-size", 'I', OPT_SIZE, "SIZE",
+	       "largest value, k/m suffixes", RANGE(1024, 1 << 30),
+	       .def = 1 << 20, AT(max_item_size), .stat = "item_size_max",
+	       BAD("max item size", "not a size from 1k to 1024m")),
+	OPTION("user", 'u', OPT_STRING, "USER",
+	       "drop privileges to USER after binding", AT(user),
+	       .stat = "user"),
+	/* Not kept: memcached's flag, accepted only as 0. */
+	OPTION("udp-port", 'U', OPT_INT, "0",
+	       "accepted for compatibility; no UDP", RANGE(0, 0), .def = 0,
+	       .stat = "udpport",
+	       BAD("UDP port", "UDP is never served; only 0")),
+	OPTION("idle-timeout", 0, OPT_INT, "SECS",
+	       "close connections that complete no request for SECS; 0: off",
+	       RANGE(0, 1 << 30), .def = 300, AT(idle_timeout),
+	       .stat = "idle_timeout", BAD("idle timeout", "not seconds")),
+	OPTION("stall-timeout", 0, OPT_INT, "SECS",
+	       "close connections whose output does not drain for SECS",
+	       RANGE(1, 1 << 30), .def = 30, AT(stall_timeout),
+	       .stat = "stall_timeout", BAD("stall timeout", "not seconds")),
+	OPTION("output-limit", 0, OPT_SIZE, "SIZE",
+	       "pending output before reads pause", RANGE(1, 1 << 30),
+	       .def = 1 << 20, AT(output_hwm), .stat = "output_limit",
+	       BAD("output limit", "not a size")),
+	/* `stats settings` says whether a password is set, as "auth". */
+	OPTION("auth-file", 0, OPT_STRING, "FILE",
+	       "require clients to authenticate with the password on FILE's "
+	       "first line",
+	       .env = "RHKV_AUTH_FILE", AT(auth_file)),
+	OPTION("no-protected-mode", 0, OPT_FLAG, NULL,
+	       "allow listening beyond loopback without a password",
+	       AT(no_protected_mode), .stat = "protected_mode",
+	       .show = show_protected_mode),
+	OPTION("metrics-port", 0, OPT_INT, "PORT",
+	       "serve Prometheus metrics over HTTP at /metrics; 0: off",
+	       RANGE(0, 65535), .def = 0, AT(metrics_port),
+	       .stat = "metrics_port", BAD("metrics port", "not in 0..65535")),
+	OPTION("metrics-listen", 0, OPT_STRING, "ADDR", "address for metrics",
+	       .def_str = "127.0.0.1", AT(metrics_listen),
+	       .stat = "metrics_listen"),
+	OPTION("verbose", 'v', OPT_COUNT, NULL, "more logging (-vv: debug)",
+	       AT(verbose), .stat = "verbosity"),
+	OPTION("help", 'h', OPT_HELP, NULL, "this help"),
+	OPTION("version", 'V', OPT_VERSION, NULL, "print the version"),
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+/* getopt_long's code for options[i]: its letter, or a number past them. */
+static int opt_code(size_t i)
+{
+	return options[i].flag ? options[i].flag : 256 + (int)i;
+}
+
+/* A number into its field: int, unsigned int, uint32_t, uint64_t or size_t
+ * (tests/server/test_config.c checks every option). */
+static void store_num(struct config *cfg, const struct opt *o, uint64_t v)
+{
+	char *field = (char *)cfg + o->off;
+
+	if (o->size == sizeof(uint32_t)) {
+		uint32_t v32 = (uint32_t)v;
+
+		memcpy(field, &v32, sizeof(v32));
+	} else if (o->size == sizeof(uint64_t)) {
+		memcpy(field, &v, sizeof(v));
+	}
+}
+
+static uint64_t load_num(const struct config *cfg, const struct opt *o)
+{
+	const char *field = (const char *)cfg + o->off;
+	uint32_t v32;
+	uint64_t v;
+
+	if (o->size == sizeof(uint32_t)) {
+		memcpy(&v32, field, sizeof(v32));
+		return v32;
+	}
+	memcpy(&v, field, sizeof(v));
+	return v;
+}
+
+static void store_str(struct config *cfg, const struct opt *o, const char *s)
+{
+	memcpy((char *)cfg + o->off, &s, sizeof(s));
+}
+
+static const char *load_str(const struct config *cfg, const struct opt *o)
+{
+	const char *s;
+
+	memcpy(&s, (const char *)cfg + o->off, sizeof(s));
+	return s;
+}
+
+/* A number of bytes as --help writes it: with a k or m suffix if whole. */
+static void format_size(char *buf, size_t len, unsigned long long v)
+{
+	if (v && v % (1 << 20) == 0)
+		snprintf(buf, len, "%llum", v >> 20);
+	else if (v && v % 1024 == 0)
+		snprintf(buf, len, "%lluk", v >> 10);
+	else
+		snprintf(buf, len, "%llu", v);
+}
+
+/* The default --help shows, or "" when there is none to show. */
+static void default_text(const struct opt *o, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (o->def_text) {
+		snprintf(buf, len, "%s", o->def_text);
+		return;
+	}
+	if (!o->size && o->type != OPT_LIST)
+		return; /* not kept: nothing to default */
+	switch (o->type) {
+	case OPT_INT:
+	case OPT_MIB:
+		snprintf(buf, len, "%lld", o->def);
+		break;
+	case OPT_OCTAL:
+		snprintf(buf, len, "0%llo", (unsigned long long)o->def);
+		break;
+	case OPT_SIZE:
+		format_size(buf, len, (unsigned long long)o->def);
+		break;
+	case OPT_STRING:
+	case OPT_LIST:
+		if (o->def_str)
+			snprintf(buf, len, "%s", o->def_str);
+		break;
+	default:
+		break;
+	}
+}
+
+#define HELP_COLUMN 29
+#define HELP_WIDTH  76
+
+/* Writes text from column HELP_COLUMN on, wrapped at word boundaries. */
+static void print_wrapped(FILE *f, int col, const char *text)
+{
+	while (*text) {
+		size_t word = strcspn(text, " ");
+
+		if (col > HELP_COLUMN && col + 1 + (int)word > HELP_WIDTH) {
+			fprintf(f, "\n%*s", HELP_COLUMN, "");
+			col = HELP_COLUMN;
+		} else if (col > HELP_COLUMN) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", (int)word, text);
+		col += (int)word;
+		text += word;
+		text += strspn(text, " ");
+	}
+	fputc('\n', f);
+}
+
+static void print_help(FILE *f)
+{
+	fputs("usage: rhkvd [options]\n", f);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct opt *o = &options[i];
+		char def[64], text[512];
+		int col, n;
+
+		if (o->flag)
+			col = fprintf(f, "  -%c, --%s", o->flag, o->name);
+		else
+			col = fprintf(f, "      --%s", o->name);
+		if (o->arg)
+			col += fprintf(f, "=%s", o->arg);
+		if (col > HELP_COLUMN - 2) {
+			fputc('\n', f);
+			col = 0;
+		}
+		fprintf(f, "%*s", HELP_COLUMN - col, "");
+		default_text(o, def, sizeof(def));
+		n = snprintf(text, sizeof(text), "%s", o->help);
+		if (*def && n >= 0 && (size_t)n < sizeof(text))
+			n += snprintf(text + n, sizeof(text) - (size_t)n,
+				      " (default %s)", def);
+		if (o->env && n >= 0 && (size_t)n < sizeof(text))
+			snprintf(text + n, sizeof(text) - (size_t)n,
+				 " (also %s)", o->env);
+		print_wrapped(f, HELP_COLUMN, text);
+	}
+}
+
+/* Parses an integer in [min, max]; base 8 for masks. */
 static bool parse_long(const char *s, long min, long max, int base, long *out)
 {
 	char *end;
@@ -132,151 +358,138 @@ static int bad(const char *opt, const char *arg, const char *why)
 
 static void defaults(struct config *cfg)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->port = 11311;
-	cfg->unix_mask = 0700;
-	cfg->threads = cores > 0 ? (int)cores : 4;
-	cfg->memory_limit = 64ull << 20;
-	cfg->conn_limit = 1024;
-	cfg->max_item_size = 1 << 20;
-	cfg->stall_timeout = 30;
-	cfg->idle_timeout = 300;
-	cfg->output_hwm = 1 << 20;
-	cfg->metrics_listen = "127.0.0.1";
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct opt *o = &options[i];
+		const char *env = o->env ? getenv(o->env) : NULL;
+
+		if (!o->size)
+			continue;
+		switch (o->type) {
+		case OPT_INT:
+		case OPT_OCTAL:
+		case OPT_SIZE:
+			store_num(cfg, o, (uint64_t)o->def);
+			break;
+		case OPT_MIB:
+			store_num(cfg, o, (uint64_t)o->def << 20);
+			break;
+		case OPT_STRING:
+			store_str(cfg, o, env && *env ? env : o->def_str);
+			break;
+		default: /* lists, flags and counts start empty */
+			break;
+		}
+	}
+}
+
+/* Parses arg for o into cfg: 0, 1 after printing the help or the version,
+ * or CONFIG_EXIT_USAGE after saying why. */
+static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
+{
+	uint64_t size;
+	long v;
+
+	switch (o->type) {
+	case OPT_INT:
+	case OPT_OCTAL:
+	case OPT_MIB:
+		if (!parse_long(arg, (long)o->min, (long)o->max,
+				o->type == OPT_OCTAL ? 8 : 10, &v))
+			return bad(o->what, arg, o->why);
+		if (o->size)
+			store_num(cfg, o,
+				  (uint64_t)v << (o->type == OPT_MIB ? 20 : 0));
+		return 0;
+	case OPT_SIZE:
+		if (!parse_size(arg, (uint64_t)o->max, &size) ||
+		    size < (uint64_t)o->min)
+			return bad(o->what, arg, o->why);
+		store_num(cfg, o, size);
+		return 0;
+	case OPT_STRING:
+		store_str(cfg, o, arg);
+		return 0;
+	case OPT_LIST:
+		if (cfg->nlisten == CONFIG_MAX_LISTEN)
+			return bad(o->what, arg, o->why);
+		cfg->listen[cfg->nlisten++] = arg;
+		return 0;
+	case OPT_FLAG:
+		*(bool *)((char *)cfg + o->off) = true;
+		return 0;
+	case OPT_COUNT:
+		++*(int *)((char *)cfg + o->off);
+		return 0;
+	case OPT_HELP:
+		print_help(stdout);
+		return 1;
+	case OPT_VERSION:
+		printf("rhkvd %s\n", RHKV_VERSION);
+		return 1;
+	}
+	return 0;
 }
 
 int config_parse(struct config *cfg, int argc, char **argv)
 {
-	uint64_t size;
-	long v;
-	int opt;
+	struct option longopts[NOPTIONS + 1];
+	char shortopts[2 + 2 * NOPTIONS] = ":";
+	size_t n = 1;
+	int code, rc;
+
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		bool has_arg = options[i].arg != NULL;
+
+		longopts[i] = (struct option){
+			.name = options[i].name,
+			.has_arg = has_arg ? required_argument : no_argument,
+			.val = opt_code(i),
+		};
+		if (options[i].flag) {
+			shortopts[n++] = options[i].flag;
+			if (has_arg)
+				shortopts[n++] = ':';
+		}
+	}
+	longopts[NOPTIONS] = (struct option){ 0 };
+	shortopts[n] = '\0';
 
 	defaults(cfg);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":p:l:s:a:t:m:c:I:u:U:vhV",
-				  options, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (!parse_long(optarg, 0, 65535, 10, &v))
-				return bad("port", optarg, "not in 0..65535");
-			cfg->port = (int)v;
-			break;
-		case 'l':
-			if (cfg->nlisten == CONFIG_MAX_LISTEN)
-				return bad("listen", optarg, "too many");
-			cfg->listen[cfg->nlisten++] = optarg;
-			break;
-		case 's':
-			cfg->unix_socket = optarg;
-			break;
-		case 'a':
-			if (!parse_long(optarg, 0, 0777, 8, &v))
-				return bad("unix mask", optarg, "not octal");
-			cfg->unix_mask = (unsigned int)v;
-			break;
-		case 't':
-			if (!parse_long(optarg, 1, 256, 10, &v))
-				return bad("threads", optarg, "not in 1..256");
-			cfg->threads = (int)v;
-			break;
-		case 'm':
-			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
-				return bad("memory limit", optarg,
-					   "not a number of MiB");
-			cfg->memory_limit = (uint64_t)v << 20;
-			break;
-		case OPT_AUTH_FILE:
-			cfg->auth_file = optarg;
-			break;
-		case OPT_NO_PROTECTED:
-			cfg->no_protected_mode = true;
-			break;
-		case OPT_CONN_MEMORY:
-			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
-				return bad("connection memory", optarg,
-					   "not a number of MiB");
-			cfg->conn_memory = (uint64_t)v << 20;
-			break;
-		case 'c':
-			if (!parse_long(optarg, 1, 1 << 20, 10, &v))
-				return bad("connection limit", optarg,
-					   "not in 1..1048576");
-			cfg->conn_limit = (int)v;
-			break;
-		case 'I':
-			if (!parse_size(optarg, 1ull << 30, &size) ||
-			    size < 1024)
-				return bad("max item size", optarg,
-					   "not a size from 1k to 1024m");
-			cfg->max_item_size = (uint32_t)size;
-			break;
-		case 'u':
-			cfg->user = optarg;
-			break;
-		case 'U':
-			if (!parse_long(optarg, 0, 0, 10, &v))
-				return bad("UDP port", optarg,
-					   "UDP is never served; only 0");
-			break;
-		case OPT_IDLE:
-			if (!parse_long(optarg, 0, 1L << 30, 10, &v))
-				return bad("idle timeout", optarg,
-					   "not seconds");
-			cfg->idle_timeout = (int)v;
-			break;
-		case OPT_STALL:
-			if (!parse_long(optarg, 1, 1L << 30, 10, &v))
-				return bad("stall timeout", optarg,
-					   "not seconds");
-			cfg->stall_timeout = (int)v;
-			break;
-		case OPT_OUTPUT:
-			if (!parse_size(optarg, 1ull << 30, &size))
-				return bad("output limit", optarg,
-					   "not a size");
-			cfg->output_hwm = (size_t)size;
-			break;
-		case OPT_METRICS:
-			if (!parse_long(optarg, 0, 65535, 10, &v))
-				return bad("metrics port", optarg,
-					   "not in 0..65535");
-			cfg->metrics_port = (int)v;
-			break;
-		case OPT_METRICS_LISTEN:
-			cfg->metrics_listen = optarg;
-			break;
-		case 'v':
-			cfg->verbose++;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case 'V':
-			printf("rhkvd %s\n", RHKV_VERSION);
-			return 1;
-		case ':':
+	while ((code = getopt_long(argc, argv, shortopts, longopts, NULL)) !=
+	       -1) {
+		size_t i = 0;
+
+		if (code == ':') {
 			fprintf(stderr, "rhkvd: option '%s' needs a value\n",
 				argv[optind - 1]);
 			return CONFIG_EXIT_USAGE;
-		default:
+		}
+		while (i < NOPTIONS && opt_code(i) != code)
+			i++;
+		if (i == NOPTIONS) {
 			fprintf(stderr, "rhkvd: unknown option '%s'\n",
 				argv[optind - 1]);
 			fprintf(stderr, "try 'rhkvd --help'\n");
 			return CONFIG_EXIT_USAGE;
 		}
+		rc = parse_one(cfg, &options[i], optarg);
+		if (rc)
+			return rc;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "rhkvd: unexpected argument '%s'\n",
 			argv[optind]);
 		return CONFIG_EXIT_USAGE;
 	}
-	if (cfg->nlisten == 0)
-		cfg->listen[cfg->nlisten++] = "127.0.0.1";
-	if (!cfg->conn_memory)
-		cfg->conn_memory = cfg->memory_limit / 8;
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		if (options[i].type == OPT_LIST && !cfg->nlisten)
+			cfg->listen[cfg->nlisten++] = options[i].def_str;
+		if (options[i].late)
+			options[i].late(cfg);
+	}
 	return 0;
 }
 
@@ -338,8 +551,6 @@ int config_check_access(struct config *cfg)
 {
 	int rc;
 
-	if (!cfg->auth_file)
-		cfg->auth_file = getenv("RHKV_AUTH_FILE");
 	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
 		return rc;
 	if (cfg->password || cfg->no_protected_mode)
@@ -373,44 +584,63 @@ bool config_password_ok(const struct config *cfg, const char *given, size_t len)
 	return cfg->password && diff == 0;
 }
 
+enum log_level config_log_level(int verbosity)
+{
+	if (verbosity >= 2)
+		return LOG_DEBUG;
+	return verbosity == 1 ? LOG_INFO : LOG_WARN;
+}
+
+/* What `stats settings` shows for o: a constant string, or buf. */
+static const char *setting(const struct config *cfg, const struct opt *o,
+			   char *buf, size_t len)
+{
+	const char *field = (const char *)cfg + o->off;
+	const char *str;
+
+	if (o->show)
+		return o->show(cfg);
+	if (!o->size && o->type != OPT_LIST) {
+		snprintf(buf, len, "%lld", o->def); /* not kept */
+		return buf;
+	}
+	switch (o->type) {
+	case OPT_OCTAL:
+		snprintf(buf, len, "%" PRIo64, load_num(cfg, o));
+		return buf;
+	case OPT_COUNT:
+		snprintf(buf, len, "%d", *(const int *)field);
+		return buf;
+	case OPT_STRING:
+		str = load_str(cfg, o);
+		return str ? str : "NULL";
+	case OPT_LIST:
+		buf[0] = '\0';
+		for (int i = 0; i < cfg->nlisten; i++) {
+			if (i)
+				strncat(buf, ",", len - strlen(buf) - 1);
+			strncat(buf, cfg->listen[i], len - strlen(buf) - 1);
+		}
+		return buf;
+	case OPT_FLAG:
+		return *(const bool *)field ? "yes" : "no";
+	default:
+		snprintf(buf, len, "%" PRIu64, load_num(cfg, o));
+		return buf;
+	}
+}
+
 void config_each(const struct config *cfg,
 		 void (*fn)(const char *name, const char *value, void *arg),
 		 void *arg)
 {
-	char buf[64];
-	char listen[256] = "";
+	char buf[256];
 
-	for (int i = 0; i < cfg->nlisten; i++) {
-		if (i)
-			strncat(listen, ",",
-				sizeof(listen) - strlen(listen) - 1);
-		strncat(listen, cfg->listen[i],
-			sizeof(listen) - strlen(listen) - 1);
-	}
-#define NUM(name, fmt, val)                           \
-	do {                                          \
-		snprintf(buf, sizeof(buf), fmt, val); \
-		fn(name, buf, arg);                   \
-	} while (0)
-	NUM("maxbytes", "%" PRIu64, cfg->memory_limit);
-	NUM("maxconns", "%d", cfg->conn_limit);
-	NUM("conn_memory", "%" PRIu64, cfg->conn_memory);
-	NUM("tcpport", "%d", cfg->port);
-	NUM("udpport", "%d", 0);
-	fn("inter", listen, arg);
-	NUM("verbosity", "%d", cfg->verbose);
-	fn("domain_socket", cfg->unix_socket ? cfg->unix_socket : "NULL", arg);
-	NUM("umask", "%o", cfg->unix_mask);
-	NUM("num_threads", "%d", cfg->threads);
-	NUM("item_size_max", "%u", cfg->max_item_size);
-	NUM("idle_timeout", "%d", cfg->idle_timeout);
-	NUM("stall_timeout", "%d", cfg->stall_timeout);
-	NUM("output_limit", "%zu", cfg->output_hwm);
-	NUM("metrics_port", "%d", cfg->metrics_port);
-	fn("metrics_listen", cfg->metrics_listen, arg);
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].stat)
+			fn(options[i].stat,
+			   setting(cfg, &options[i], buf, sizeof(buf)), arg);
+	/* Settings no option sets. */
 	fn("auth", cfg->password ? "yes" : "no", arg);
-	fn("protected_mode", cfg->no_protected_mode ? "no" : "yes", arg);
-	fn("user", cfg->user ? cfg->user : "NULL", arg);
 	fn("cas_enabled", "yes", arg);
-#undef NUM
 }

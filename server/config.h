@@ -1,6 +1,7 @@
 /*
  * rhkvd's options: defaults, command-line parsing (memcached-compatible
- * where the meaning is the same), and listing for `stats settings`.
+ * where the meaning is the same), and listing for `stats settings`, all
+ * from one table of options in config.c.
  */
 #ifndef RHKV_SERVER_CONFIG_H
 #define RHKV_SERVER_CONFIG_H
@@ -9,10 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/log.h"
+/* RHKV_VERSION_RHKV: meson's project version, generated at configure time
+ * (configure_file in the top meson.build, into the build folder). */
+#include "rhkv_version.h"
+
 #define CONFIG_MAX_LISTEN 16
+/* The memcached version whose protocol rhkvd speaks. */
+#define RHKV_PROTOCOL_LEVEL "1.6.18"
 /* The version `version` and `stats` report: memcached's protocol level
  * first, as clients and checkers parse it, then ours. */
-#define RHKV_VERSION "1.6.18-rhkv-0.1.0"
+#define RHKV_VERSION RHKV_PROTOCOL_LEVEL "-rhkv-" RHKV_VERSION_RHKV
 
 struct config {
 	int port;
@@ -59,6 +67,10 @@ int config_check_access(struct config *cfg);
  * differ. */
 bool config_password_ok(const struct config *cfg, const char *given,
 			size_t len);
+
+/* The log level for a verbosity (-v counts, or the `verbosity` command):
+ * 0 warnings and errors, 1 also information, 2 and more also debugging. */
+enum log_level config_log_level(int verbosity);
 
 /* Calls fn(name, value) for each setting, for `stats settings`. */
 void config_each(const struct config *cfg,

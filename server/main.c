@@ -188,9 +188,7 @@ int main(int argc, char **argv)
 	rc = config_check_access(&srv.cfg);
 	if (rc)
 		return rc;
-	log_init("rhkvd", srv.cfg.verbose >= 2	 ? LOG_DEBUG
-			  : srv.cfg.verbose == 1 ? LOG_INFO
-						 : LOG_WARN);
+	log_init("rhkvd", config_log_level(srv.cfg.verbose));
 	signal(SIGPIPE, SIG_IGN);
 	rhkv_rcu_register_thread();
 	if (evthread_use_pthreads()) {

@@ -188,21 +188,35 @@ Test(rhashtable_nomem, grow_without_memory_is_skipped)
 	free(o);
 }
 
+/* A table holding n objects with keys 0 .. n-1; the caller frees them. */
+static struct obj *filled_table(struct rhashtable *ht, int n)
+{
+	struct obj *o = malloc((size_t)n * sizeof(*o));
+
+	cr_assert_not_null(o);
+	cr_assert_eq(rhashtable_init(ht, &params), 0);
+	for (int i = 0; i < n; i++) {
+		o[i].key = i;
+		cr_assert_eq(rhashtable_insert_fast(ht, &o[i].node, params), 0);
+	}
+	return o;
+}
+
+static void check_all_found(struct rhashtable *ht, struct obj *o, int n)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(rhashtable_lookup_fast(ht, &o[i].key, params),
+			     &o[i], "key %d", i);
+}
+
 /* A re-seed that cannot allocate keeps the old secret and every entry. */
 Test(rhashtable_nomem, reseed_without_memory_is_skipped)
 {
 	enum { N = 40 };
-	struct obj *o = malloc(N * sizeof(*o));
 	struct rhashtable_stats st;
 	struct rhashtable ht;
+	struct obj *o = filled_table(&ht, N);
 
-	cr_assert_not_null(o);
-	cr_assert_eq(rhashtable_init(&ht, &params), 0);
-	for (int i = 0; i < N; i++) {
-		o[i].key = i;
-		cr_assert_eq(rhashtable_insert_fast(&ht, &o[i].node, params),
-			     0);
-	}
 	atomic_store(&fail_calloc, true);
 	rht__force_reseed(&ht);
 	TEST_WAIT_FOR((rhashtable_get_stats(&ht, &st), st.alloc_failures > 0),
@@ -211,17 +225,50 @@ Test(rhashtable_nomem, reseed_without_memory_is_skipped)
 	cr_assert_eq(st.alloc_failures, 1);
 	cr_assert_eq(st.generation, 0);
 	cr_assert_eq(st.reseeds, 0);
-	for (int i = 0; i < N; i++)
-		cr_assert_eq(rhashtable_lookup_fast(&ht, &o[i].key, params),
-			     &o[i]);
+	check_all_found(&ht, o, N);
 	atomic_store(&fail_calloc, false);
 	rht__force_reseed(&ht);
 	TEST_WAIT_FOR(rhashtable_generation(&ht) == 1 && !rht__resizing(&ht),
 		      WAIT_MS);
 	cr_assert_eq(rhashtable_generation(&ht), 1);
-	for (int i = 0; i < N; i++)
-		cr_assert_eq(rhashtable_lookup_fast(&ht, &o[i].key, params),
-			     &o[i]);
+	check_all_found(&ht, o, N);
+	rhashtable_destroy(&ht);
+	free(o);
+}
+
+/*
+ * A flood re-seed (an insert saw a chain over RHT_ELASTICITY) whose table
+ * cannot be allocated stays requested: the worker tries again once the
+ * re-seed interval has passed, and succeeds when memory is back.
+ */
+Test(rhashtable_nomem, flood_reseed_without_memory_is_retried)
+{
+	enum { N = 40 };
+	struct rhashtable_stats st;
+	struct rhashtable ht;
+	struct obj *o = filled_table(&ht, N);
+
+	atomic_store(&fail_calloc, true);
+	/* What an insert does when it walks a chain that is too long. */
+	rhkv_rcu_read_lock();
+	rht__chain_too_long(&ht, rht__first_table(&ht));
+	rhkv_rcu_read_unlock();
+	TEST_WAIT_FOR((rhashtable_get_stats(&ht, &st), st.alloc_failures > 0),
+		      WAIT_MS);
+	atomic_store(&fail_calloc, false);
+	rhashtable_get_stats(&ht, &st);
+	cr_assert_gt(st.alloc_failures, 0);
+	cr_assert_eq(st.reseeds, 0);
+	cr_assert_eq(st.generation, 0);
+
+	/* Nothing kicks the worker from here on: it must come back itself. */
+	TEST_WAIT_FOR((rhashtable_get_stats(&ht, &st),
+		       st.reseeds == 1 && !st.resizing),
+		      WAIT_MS);
+	rhashtable_get_stats(&ht, &st);
+	cr_assert_eq(st.reseeds, 1, "the re-seed was not retried");
+	cr_assert_eq(st.generation, 1);
+	check_all_found(&ht, o, N);
 	rhashtable_destroy(&ht);
 	free(o);
 }
