@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "common/log.h"
 #include "conn.h"
 #include "protocol.h"
 #include "proto/text.h"
@@ -260,7 +261,7 @@ void cmd_execute(struct conn *c, const struct request *r)
 		REPLY(c)->version(c, r, RHKV_VERSION);
 		break;
 	case REQ_VERBOSITY:
-		atomic_store(&srv->verbosity, (int)r->verbosity);
+		log_set_level(config_log_level((int)r->verbosity));
 		say(c, r, REPLY_OK, NULL);
 		break;
 	case REQ_CACHE_MEMLIMIT:

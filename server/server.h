@@ -61,7 +61,6 @@ struct server {
 	_Atomic int64_t conn_bytes;
 	_Atomic unsigned long total_conns;
 	_Atomic unsigned long rejected_conns;
-	_Atomic int verbosity;
 	pthread_mutex_t stats_lock; /* baseline */
 	struct stats_sum baseline;  /* subtracted: `stats reset` */
 	struct latency_snapshot lat_baseline[LAT_NCLASSES];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/rcu.h"
 #include "server/conn.h"
 #include "server/transport.h"
@@ -271,4 +272,22 @@ Test(failing_mem, large_value_reply_whole_or_closed_never_torn)
 	cache_get_stats(srv.cache, &cs, false);
 	cr_assert_eq(cs.retired_bytes, 0, "%" PRIu64 " retired bytes pinned",
 		     cs.retired_bytes);
+}
+
+/* `verbosity N` sets the log level at once: 0 warnings, 1 info, 2+ debug. */
+Test(request_path, verbosity_sets_the_log_level)
+{
+	struct conn *c = conn_new_memory(&w);
+	enum log_level was = log_get_level();
+	char *out;
+
+	feed_str(c, "verbosity 2\r\n");
+	cr_assert_str_eq(out = take(NULL), "OK\r\n");
+	free(out);
+	cr_assert_eq(log_get_level(), LOG_DEBUG);
+	feed_str(c, "verbosity 1 noreply\r\nverbosity 0\r\n");
+	cr_assert_str_eq(out = take(NULL), "OK\r\n");
+	free(out);
+	cr_assert_eq(log_get_level(), LOG_WARN);
+	log_set_level(was);
 }
