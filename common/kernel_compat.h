@@ -1,6 +1,7 @@
 /*
  * Kernel names over rhkv's own, so that code written against the kernel
- * rhashtable API (the seed article's snippets, shared/seeds/000-article.md)
+ * rhashtable API (the snippets of Neil Brown's LWN article "The rhashtable
+ * documentation I wanted to read", 2018)
  * compiles nearly verbatim: u32, refcount_t, rcu_read_lock/unlock, kfree_rcu
  * and printk. For examples and tests; rhkv itself uses the rhkv_ names.
  */

@@ -1,7 +1,8 @@
 /*
  * rhashtable: the Linux kernel's resizable, RCU-protected hash table, in
  * userspace on liburcu (urcu-memb). The API and its semantics follow the
- * kernel's (see shared/seeds/000-article.md); differences are listed below.
+ * kernel's, as Neil Brown's LWN article "The rhashtable documentation I
+ * wanted to read" (2018) describes them; differences are listed below.
  *
  * Objects embed a struct rhash_head (or struct rhlist_head for an rhltable).
  * Functions take the address of that linkage and return the address of the

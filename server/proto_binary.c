@@ -30,11 +30,52 @@ struct bin_state {
 	uint32_t nscratch;
 	size_t frame; /* an mget's frame, open from values_begin to _end */
 	struct stats_sink sink;
+	/* A staging write failed (out of memory): what is staged is not
+	 * whole, so the flush breaks the connection instead of sending it. */
+	bool failed;
 };
 
 static struct bin_state *state(const struct conn *c)
 {
 	return c->pstate;
+}
+
+static int stage_write(void *data, const char *buf, size_t len)
+{
+	struct bin_state *s = data;
+
+	if (msgpack_sbuffer_write(&s->sb, buf, len)) {
+		s->failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+static int scratch_write(void *data, const char *buf, size_t len)
+{
+	struct bin_state *s = data;
+
+	if (msgpack_sbuffer_write(&s->scratch, buf, len)) {
+		s->failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+/* A reply frame's header, reserved; (size_t)-1 when out of memory. */
+static size_t frame_begin(struct bin_state *s)
+{
+	size_t f = proto_bin_begin(&s->sb);
+
+	if (f == (size_t)-1)
+		s->failed = true;
+	return f;
+}
+
+static void frame_end(struct bin_state *s, size_t f)
+{
+	if (f != (size_t)-1)
+		proto_bin_end(&s->sb, f);
 }
 
 static int open_state(struct conn *c)
@@ -44,9 +85,9 @@ static int open_state(struct conn *c)
 	if (!s)
 		return -1;
 	msgpack_sbuffer_init(&s->sb);
-	msgpack_packer_init(&s->pk, &s->sb, msgpack_sbuffer_write);
+	msgpack_packer_init(&s->pk, s, stage_write);
 	msgpack_sbuffer_init(&s->scratch);
-	msgpack_packer_init(&s->spk, &s->scratch, msgpack_sbuffer_write);
+	msgpack_packer_init(&s->spk, s, scratch_write);
 	proto_bin_decoder_init(&s->dec[0]);
 	proto_bin_decoder_init(&s->dec[1]);
 	c->pstate = s;
@@ -213,6 +254,11 @@ static void flush(struct conn *c)
 {
 	struct bin_state *s = state(c);
 
+	if (s->failed) {
+		c->broken = true;
+		s->sb.size = 0;
+		return;
+	}
 	if (s->sb.size) {
 		conn_add(c, s->sb.data, s->sb.size);
 		s->sb.size = 0;
@@ -268,12 +314,12 @@ static void status(struct conn *c, const struct request *r,
 		   enum reply_status st, const char *msg)
 {
 	struct bin_state *s = state(c);
-	size_t f = proto_bin_begin(&s->sb);
+	size_t f = frame_begin(s);
 
 	if (st == REPLY_RESET) { /* STATS "reset": an empty map */
 		proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 		msgpack_pack_map(&s->pk, 0);
-		proto_bin_end(&s->sb, f);
+		frame_end(s, f);
 		return;
 	}
 	if (!msg)
@@ -283,27 +329,27 @@ static void status(struct conn *c, const struct request *r,
 		pack_str(&s->pk, msg);
 	else
 		msgpack_pack_nil(&s->pk);
-	proto_bin_end(&s->sb, f);
+	frame_end(s, f);
 }
 
 static void number(struct conn *c, const struct request *r, uint64_t v)
 {
 	struct bin_state *s = state(c);
-	size_t f = proto_bin_begin(&s->sb);
+	size_t f = frame_begin(s);
 
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_uint64(&s->pk, v);
-	proto_bin_end(&s->sb, f);
+	frame_end(s, f);
 }
 
 static void version(struct conn *c, const struct request *r, const char *v)
 {
 	struct bin_state *s = state(c);
-	size_t f = proto_bin_begin(&s->sb);
+	size_t f = frame_begin(s);
 
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	pack_str(&s->pk, v);
-	proto_bin_end(&s->sb, f);
+	frame_end(s, f);
 }
 
 static bool is_mget(const struct request *r)
@@ -317,7 +363,7 @@ static void values_begin(struct conn *c, const struct request *r)
 
 	if (!is_mget(r))
 		return;
-	s->frame = proto_bin_begin(&s->sb);
+	s->frame = frame_begin(s);
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_array(&s->pk, r->keys.count);
 }
@@ -341,7 +387,7 @@ static void value_by_reference(struct conn *c, const struct request *r,
 			       struct item *it)
 {
 	struct bin_state *s = state(c);
-	size_t f = proto_bin_begin(&s->sb);
+	size_t f = frame_begin(s);
 	char tail[16];
 	msgpack_sbuffer tsb = { .data = tail, .alloc = sizeof(tail) };
 	msgpack_packer tpk;
@@ -352,6 +398,10 @@ static void value_by_reference(struct conn *c, const struct request *r,
 	msgpack_pack_array(&s->pk, 3);
 	msgpack_pack_uint32(&s->pk, it->flags);
 	msgpack_pack_bin(&s->pk, it->nbytes);
+	if (s->failed) {
+		flush(c);
+		return;
+	}
 	/* The cas's encoding, at most 9 bytes, into a stack buffer. */
 	msgpack_packer_init(&tpk, &tsb, msgpack_sbuffer_write);
 	msgpack_pack_uint64(&tpk, it->cas);
@@ -380,10 +430,10 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 		value_by_reference(c, r, it);
 		return;
 	}
-	f = proto_bin_begin(&s->sb);
+	f = frame_begin(s);
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	pack_item(&s->pk, it);
-	proto_bin_end(&s->sb, f);
+	frame_end(s, f);
 }
 
 static void miss(struct conn *c, const struct request *r)
@@ -399,7 +449,7 @@ static void values_end(struct conn *c, const struct request *r)
 	struct bin_state *s = state(c);
 
 	if (is_mget(r))
-		proto_bin_end(&s->sb, s->frame);
+		frame_end(s, s->frame);
 }
 
 static void stored(struct conn *c, const struct request *r, uint64_t cas)
@@ -421,7 +471,7 @@ static void key(struct conn *c, const struct request *r, const char *k,
 /* Packs the scratch buffer's entries after a header, and empties it. */
 static void take_scratch(struct bin_state *s)
 {
-	msgpack_sbuffer_write(&s->sb, s->scratch.data, s->scratch.size);
+	stage_write(s, s->scratch.data, s->scratch.size);
 	s->scratch.size = 0;
 	s->nscratch = 0;
 }
@@ -429,14 +479,14 @@ static void take_scratch(struct bin_state *s)
 static void keys_end(struct conn *c, const struct request *r, uint64_t cursor)
 {
 	struct bin_state *s = state(c);
-	size_t f = proto_bin_begin(&s->sb);
+	size_t f = frame_begin(s);
 
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_array(&s->pk, 2);
 	msgpack_pack_uint64(&s->pk, cursor);
 	msgpack_pack_array(&s->pk, s->nscratch);
 	take_scratch(s);
-	proto_bin_end(&s->sb, f);
+	frame_end(s, f);
 }
 
 /* ---- stats: a map of name -> value, both strings ---- */
@@ -474,11 +524,11 @@ static void stats_end(struct conn *c, const struct request *r, bool ok)
 		status(c, r, REPLY_UNKNOWN_GROUP, NULL);
 		return;
 	}
-	f = proto_bin_begin(&s->sb);
+	f = frame_begin(s);
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_map(&s->pk, s->nscratch);
 	take_scratch(s);
-	proto_bin_end(&s->sb, f);
+	frame_end(s, f);
 }
 
 const struct protocol protocol_binary = {

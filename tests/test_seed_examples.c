@@ -1,8 +1,8 @@
 /*
- * The seed article's snippets (shared/seeds/000-article.md), compiled nearly
- * verbatim over common/kernel_compat.h, each asserting what the article says
- * it does. Where the code differs from the article's text, a comment says
- * why.
+ * The snippets of Neil Brown's LWN article "The rhashtable documentation I
+ * wanted to read" (2018), compiled nearly verbatim over
+ * common/kernel_compat.h, each asserting what the article says it does.
+ * Where the code differs from the article's text, a comment says why.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
