@@ -223,68 +223,74 @@ static void exec_stats(struct conn *c, const struct request *r)
 	REPLY(c)->stats_end(c, r, stats_emit(srv, r->arg.p, r->arg.n, sink));
 }
 
+static void exec_flush_all(struct conn *c, const struct request *r)
+{
+	STAT_INC(&c->w->stats, cmd_flush);
+	cache_flush(c->w->srv->cache, r->delay);
+	say(c, r, REPLY_OK, NULL);
+}
+
+static void exec_version(struct conn *c, const struct request *r)
+{
+	REPLY(c)->version(c, r, RHKV_VERSION);
+}
+
+static void exec_verbosity(struct conn *c, const struct request *r)
+{
+	log_set_level(config_log_level((int)r->verbosity));
+	say(c, r, REPLY_OK, NULL);
+}
+
+static void exec_memlimit(struct conn *c, const struct request *r)
+{
+	cache_set_limit(c->w->srv->cache, (uint64_t)r->memlimit << 20);
+	say(c, r, REPLY_OK, NULL);
+}
+
+static void exec_quit(struct conn *c, const struct request *r)
+{
+	REPLY(c)->status(c, r, REPLY_BYE, NULL);
+	c->close_when_done = true;
+}
+
+static void exec_noop(struct conn *c, const struct request *r)
+{
+	REPLY(c)->status(c, r, REPLY_OK, NULL);
+}
+
+/* Every command: how it runs, and which latency histogram it counts in. */
+static const struct {
+	void (*exec)(struct conn *c, const struct request *r);
+	unsigned int latency;
+} commands[REQ_NCMDS] = {
+	[REQ_GET] = { exec_get, LAT_get },
+	[REQ_GETS] = { exec_get, LAT_get },
+	[REQ_GAT] = { exec_get, LAT_get },
+	[REQ_GATS] = { exec_get, LAT_get },
+	[REQ_SET] = { exec_store, LAT_set },
+	[REQ_ADD] = { exec_store, LAT_set },
+	[REQ_REPLACE] = { exec_store, LAT_set },
+	[REQ_APPEND] = { exec_store, LAT_set },
+	[REQ_PREPEND] = { exec_store, LAT_set },
+	[REQ_CAS] = { exec_store, LAT_set },
+	[REQ_DELETE] = { exec_delete, LAT_delete },
+	[REQ_INCR] = { exec_incr, LAT_incr },
+	[REQ_DECR] = { exec_incr, LAT_incr },
+	[REQ_TOUCH] = { exec_touch, LAT_touch },
+	[REQ_FLUSH_ALL] = { exec_flush_all, LAT_other },
+	[REQ_VERSION] = { exec_version, LAT_other },
+	[REQ_VERBOSITY] = { exec_verbosity, LAT_other },
+	[REQ_QUIT] = { exec_quit, LAT_other },
+	[REQ_STATS] = { exec_stats, LAT_other },
+	[REQ_SCAN] = { exec_scan, LAT_scan },
+	[REQ_CACHE_MEMLIMIT] = { exec_memlimit, LAT_other },
+	[REQ_AUTH] = { exec_auth, LAT_other },
+	[REQ_NOOP] = { exec_noop, LAT_other },
+};
+
 void cmd_execute(struct conn *c, const struct request *r)
 {
-	struct server *srv = c->w->srv;
-
-	switch (r->cmd) {
-	case REQ_GET:
-	case REQ_GETS:
-	case REQ_GAT:
-	case REQ_GATS:
-		exec_get(c, r);
-		break;
-	case REQ_SET:
-	case REQ_ADD:
-	case REQ_REPLACE:
-	case REQ_APPEND:
-	case REQ_PREPEND:
-	case REQ_CAS:
-		exec_store(c, r);
-		break;
-	case REQ_DELETE:
-		exec_delete(c, r);
-		break;
-	case REQ_INCR:
-	case REQ_DECR:
-		exec_incr(c, r);
-		break;
-	case REQ_TOUCH:
-		exec_touch(c, r);
-		break;
-	case REQ_FLUSH_ALL:
-		STAT_INC(&c->w->stats, cmd_flush);
-		cache_flush(srv->cache, r->delay);
-		say(c, r, REPLY_OK, NULL);
-		break;
-	case REQ_VERSION:
-		REPLY(c)->version(c, r, RHKV_VERSION);
-		break;
-	case REQ_VERBOSITY:
-		log_set_level(config_log_level((int)r->verbosity));
-		say(c, r, REPLY_OK, NULL);
-		break;
-	case REQ_CACHE_MEMLIMIT:
-		cache_set_limit(srv->cache, (uint64_t)r->memlimit << 20);
-		say(c, r, REPLY_OK, NULL);
-		break;
-	case REQ_AUTH:
-		exec_auth(c, r);
-		break;
-	case REQ_QUIT:
-		REPLY(c)->status(c, r, REPLY_BYE, NULL);
-		c->close_when_done = true;
-		break;
-	case REQ_STATS:
-		exec_stats(c, r);
-		break;
-	case REQ_SCAN:
-		exec_scan(c, r);
-		break;
-	case REQ_NOOP:
-		REPLY(c)->status(c, r, REPLY_OK, NULL);
-		break;
-	}
+	commands[r->cmd].exec(c, r);
 }
 
 void cmd_too_large(struct conn *c, const struct request *r)
@@ -300,29 +306,5 @@ void cmd_too_large(struct conn *c, const struct request *r)
 
 unsigned int cmd_latency_class(const struct request *r)
 {
-	switch (r->cmd) {
-	case REQ_GET:
-	case REQ_GETS:
-	case REQ_GAT:
-	case REQ_GATS:
-		return LAT_get;
-	case REQ_SET:
-	case REQ_ADD:
-	case REQ_REPLACE:
-	case REQ_APPEND:
-	case REQ_PREPEND:
-	case REQ_CAS:
-		return LAT_set;
-	case REQ_DELETE:
-		return LAT_delete;
-	case REQ_INCR:
-	case REQ_DECR:
-		return LAT_incr;
-	case REQ_TOUCH:
-		return LAT_touch;
-	case REQ_SCAN:
-		return LAT_scan;
-	default:
-		return LAT_other;
-	}
+	return commands[r->cmd].latency;
 }

@@ -42,6 +42,7 @@ enum req_cmd {
 	REQ_CACHE_MEMLIMIT,
 	REQ_AUTH,
 	REQ_NOOP,
+	REQ_NCMDS /* how many */
 };
 
 /*
