@@ -189,6 +189,10 @@ static void fill(struct request *r, const struct proto_bin_req *q)
 	r->count = q->count;
 	r->match = q->has_match ? bytes(q->match) : (struct cache_key){ 0 };
 	r->arg = bytes(q->text);
+	r->noreply = false;
+	r->status = REPLY_NONE;
+	r->message = NULL;
+	r->swallow = 0;
 }
 
 static enum reply_status status_of_code(uint32_t code)
@@ -214,12 +218,12 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	uint32_t len, code;
 	const char *error;
 
-	*r = (struct request){ .len = n, .status = REPLY_NONE };
 	switch (proto_bin_frame_len(buf, n, limit, &len)) {
 	case PROTO_BIN_FRAME_NEED_MORE:
 		return DECODE_NEED_MORE;
 	case PROTO_BIN_FRAME_TOO_LARGE:
 		/* Nothing of it is buffered: the connection ends. */
+		*r = (struct request){ .len = n, .status = REPLY_NONE };
 		return DECODE_CLOSE;
 	case PROTO_BIN_FRAME_OK:
 		break;
@@ -244,7 +248,7 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	case PROTO_BIN_FATAL:
 		break;
 	}
-	r->len = n;
+	*r = (struct request){ .len = n, .status = REPLY_NONE };
 	return DECODE_CLOSE;
 }
 
