@@ -155,24 +155,28 @@ struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 	return it;
 }
 
-void cache_reap(struct cache *c, struct cache_key key)
+bool cache_reap(struct cache *c, struct cache_key key)
 {
 	struct item *dead = NULL;
+	bool flushed = false;
 	struct item *it;
 
 	rhkv_rcu_read_lock();
 	it = rhashtable_lookup(&c->ht, &key, cache__params);
-	if (it && !cache_item_live(c, it, cache_now()) &&
-	    !rhashtable_remove_fast(&c->ht, &it->node, cache__params))
-		dead = it;
+	if (it && !cache_item_live(c, it, cache_now())) {
+		flushed = cache_item_flushed(c, it);
+		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params))
+			dead = it;
+	}
 	rhkv_rcu_read_unlock();
 	if (!dead)
-		return;
+		return flushed;
 	cache__count(&c->reclaimed);
 	if (!(atomic_load_explicit(&dead->usage, memory_order_relaxed) &
 	      ITEM_FETCHED))
 		cache__count(&c->expired_unfetched);
 	cache__item_unlinked(c, dead);
+	return flushed;
 }
 
 void cache_item_set_exptime(struct cache *c, struct item *it, int64_t exptime)
@@ -249,5 +253,9 @@ void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain)
 	st->reclaimed = load_ul(&c->reclaimed);
 	st->sweep_passes = load_ul(&c->sweep_passes);
 	st->reclaim_waits = load_ul(&c->reclaim_waits);
+	st->evicted_nonzero = load_ul(&c->evicted_nonzero);
+	st->malloc_fails = load_ul(&c->malloc_fails);
+	st->sweep_checked = load_ul(&c->sweep_checked);
+	st->sweep_reclaimed = load_ul(&c->sweep_reclaimed);
 	st->longest_chain = chain ? rhashtable_longest_chain(&c->ht) : 0;
 }

@@ -165,14 +165,17 @@ int64_t cache_abs_exptime(int64_t exptime);
 
 /* Whether the item is alive now (not expired, not flushed). */
 bool cache_item_live(struct cache *c, const struct item *it, int64_t now);
+/* Whether flush_all has invalidated the item (whatever its exptime). */
+bool cache_item_flushed(struct cache *c, const struct item *it);
 
 /* Live item with key, or NULL (*expired tells whether a dead one was
  * found; may be NULL); inside an RCU read-side section. A hit counts as
  * a visit for eviction. Dead items found are left to cache_reap(). */
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired);
 /* Unlinks key's item if it is dead (after cache_find said so); outside
- * read-side sections. */
-void cache_reap(struct cache *c, struct cache_key key);
+ * read-side sections. Returns whether the dead item found was invalidated
+ * by flush_all (false: it expired, or it was gone already). */
+bool cache_reap(struct cache *c, struct cache_key key);
 /* Starts loading the table bucket of key (a hint for an imminent request;
  * takes the RCU read lock itself). */
 void cache_prefetch(struct cache *c, struct cache_key key);
@@ -226,6 +229,10 @@ struct cache_stats {
 	unsigned long expired_unfetched, reclaimed;
 	unsigned long sweep_passes;
 	unsigned long reclaim_waits; /* writers waiting for a grace period */
+	unsigned long evicted_nonzero; /* evictions of items with an exptime */
+	unsigned long malloc_fails;    /* items the allocator refused */
+	unsigned long sweep_checked;   /* items the expiry sweep looked at */
+	unsigned long sweep_reclaimed; /* dead items the sweep took out */
 	struct rhashtable_stats table;
 	unsigned int longest_chain;
 };

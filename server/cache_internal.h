@@ -74,6 +74,10 @@ struct cache {
 	_Atomic unsigned long evictions, evicted_unfetched, evicted_active;
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;
 	_Atomic unsigned long reclaim_waits; /* grace periods waited for */
+	_Atomic unsigned long evicted_nonzero; /* evictions with an exptime */
+	_Atomic unsigned long malloc_fails;    /* items not allocated */
+	/* The sweep's own: items it looked at, dead ones it took out. */
+	_Atomic unsigned long sweep_checked, sweep_reclaimed;
 };
 
 /* ---- the table: hashing and parameters ---- */
@@ -168,7 +172,7 @@ uint32_t cache__exptime_u32(int64_t exptime);
 /* ---- memory (cache_memory.c) ---- */
 
 /* A new item, not linked, not reserved; its qold says "not queued". */
-struct item *cache__item_alloc(struct cache_key key, uint32_t flags,
+struct item *cache__item_alloc(struct cache *c, struct cache_key key, uint32_t flags,
 			       uint32_t exptime, uint32_t nbytes);
 /* Bytes the limit leaves for items: the bucket arrays come first. */
 int64_t cache__item_budget(struct cache *c);

@@ -83,6 +83,12 @@ static bool flushed(struct cache *c, const struct item *it)
 	       atomic_load_explicit(&c->flush_snap[t], memory_order_acquire);
 }
 
+bool cache_item_flushed(struct cache *c, const struct item *it)
+{
+	cache__flush_if_due(c);
+	return flushed(c, it);
+}
+
 bool cache_item_live(struct cache *c, const struct item *it, int64_t now)
 {
 	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
@@ -99,6 +105,7 @@ struct sweep_ctx {
 	struct cache *c;
 	int64_t now;
 	unsigned int n;
+	unsigned long checked;
 	struct item *dead[SWEEP_MAX];
 };
 
@@ -107,7 +114,10 @@ static void sweep_visit(void *obj, void *arg)
 	struct sweep_ctx *sw = arg;
 	struct item *it = obj;
 
-	if (sw->n == SWEEP_MAX || cache_item_live(sw->c, it, sw->now))
+	if (sw->n == SWEEP_MAX)
+		return;
+	sw->checked++;
+	if (cache_item_live(sw->c, it, sw->now))
 		return;
 	/* Another writer may have unlinked it meanwhile: then it is theirs. */
 	if (rhashtable_remove_fast(&sw->c->ht, &it->node, cache__params))
@@ -147,6 +157,19 @@ static bool maint_sweep(struct cache *c)
 					sweep_visit, &sw, NULL);
 		for (unsigned int i = 0; i < sw.n; i++)
 			cache__item_unlinked(c, sw.dead[i]);
+		/* Only this thread writes them: no read-modify-write. */
+		atomic_store_explicit(
+			&c->sweep_checked,
+			atomic_load_explicit(&c->sweep_checked,
+					     memory_order_relaxed) +
+				sw.checked,
+			memory_order_relaxed);
+		atomic_store_explicit(
+			&c->sweep_reclaimed,
+			atomic_load_explicit(&c->sweep_reclaimed,
+					     memory_order_relaxed) +
+				sw.n,
+			memory_order_relaxed);
 		found |= sw.n > 0;
 		if (c->sweep_cursor == 0) {
 			cache__count(&c->sweep_passes);

@@ -52,13 +52,15 @@ void item_put(struct item *it)
 		free(it);
 }
 
-struct item *cache__item_alloc(struct cache_key key, uint32_t flags,
+struct item *cache__item_alloc(struct cache *c, struct cache_key key, uint32_t flags,
 			       uint32_t exptime, uint32_t nbytes)
 {
 	struct item *it = malloc(ITEM_HEADER_BYTES + key.n + nbytes + 2);
 
-	if (!it)
+	if (!it) {
+		cache__count(&c->malloc_fails);
 		return NULL;
+	}
 	atomic_init(&it->exptime, exptime);
 	atomic_init(&it->refs, 1);
 	atomic_init(&it->usage, 0);

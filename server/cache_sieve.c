@@ -112,6 +112,9 @@ static unsigned int queue_evict(struct cache *c, struct queue *q, int64_t want,
 				cache__count(&c->expired_unfetched);
 		} else {
 			cache__count(&c->evictions);
+			if (atomic_load_explicit(&it->exptime,
+						 memory_order_relaxed))
+				cache__count(&c->evicted_nonzero);
 			cache__count((usage & ITEM_FETCHED)
 					     ? &c->evicted_active
 					     : &c->evicted_unfetched);

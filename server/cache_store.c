@@ -32,7 +32,7 @@ static struct item *build(struct cache *c, unsigned int thread,
 	struct item *it;
 
 	if (mode != CACHE_APPEND && mode != CACHE_PREPEND) {
-		it = cache__item_alloc(key, flags, exptime, nbytes);
+		it = cache__item_alloc(c, key, flags, exptime, nbytes);
 		if (it)
 			memcpy(it->data + key.n, value, nbytes);
 	} else {
@@ -42,7 +42,7 @@ static struct item *build(struct cache *c, unsigned int thread,
 		if (total > UINT32_MAX)
 			return NULL;
 		it = cache__item_alloc(
-			key, old->flags,
+			c, key, old->flags,
 			atomic_load_explicit(&old->exptime,
 					     memory_order_relaxed),
 			(uint32_t)total);
@@ -253,7 +253,7 @@ static enum cache_result incr_once(struct cache *c, unsigned int thread,
 	 * memcached's in-place update does. */
 	width = len < (int)old->nbytes ? (int)old->nbytes : len;
 	fresh = cache__item_alloc(
-		key, old->flags,
+		c, key, old->flags,
 		atomic_load_explicit(&old->exptime, memory_order_relaxed),
 		(uint32_t)width);
 	if (!fresh)

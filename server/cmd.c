@@ -68,8 +68,10 @@ static void exec_get(struct conn *c, const struct request *r)
 		if (touch)
 			STAT_INC(st, touch_misses);
 		if (expired) {
-			STAT_INC(st, get_expired);
-			cache_reap(cache, key);
+			if (cache_reap(cache, key))
+				STAT_INC(st, get_flushed);
+			else
+				STAT_INC(st, get_expired);
 		}
 		ops->miss(c, r);
 	}
@@ -108,6 +110,7 @@ static void exec_store(struct conn *c, const struct request *r)
 		say(c, r, REPLY_NOT_FOUND, NULL);
 		return;
 	case CACHE_NO_MEMORY:
+		STAT_INC(st, store_no_memory);
 		say(c, r, REPLY_NO_MEMORY, "out of memory storing object");
 		return;
 	default:
@@ -198,6 +201,7 @@ static void exec_auth(struct conn *c, const struct request *r)
 {
 	const struct config *cfg = &c->w->srv->cfg;
 
+	STAT_INC(&c->w->stats, auth_cmds);
 	if (!cfg->password) {
 		REPLY(c)->status(c, r, REPLY_NO_PASSWORD, NULL);
 	} else if (config_password_ok(cfg, r->arg.p, r->arg.n)) {
@@ -299,6 +303,7 @@ void cmd_too_large(struct conn *c, const struct request *r)
 		REPLY(c)->status(c, r, REPLY_AUTH_REQUIRED, NULL);
 		return;
 	}
+	STAT_INC(&c->w->stats, store_too_large);
 	say(c, r, REPLY_TOO_LARGE, NULL);
 	if (r->cmd == REQ_SET)
 		cache_delete(c->w->srv->cache, r->key);

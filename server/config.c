@@ -640,7 +640,22 @@ void config_each(const struct config *cfg,
 		if (options[i].stat)
 			fn(options[i].stat,
 			   setting(cfg, &options[i], buf, sizeof(buf)), arg);
-	/* Settings no option sets. */
+	/* Settings no option sets, under memcached's names where it has them
+	 * (docs/stats.md says which of its settings are left out, and why). */
 	fn("auth", cfg->password ? "yes" : "no", arg);
+	fn("auth_enabled_ascii", cfg->password ? "yes" : "no", arg);
+	fn("auth_enabled_sasl", "no", arg);
 	fn("cas_enabled", "yes", arg);
+	fn("evictions", "on", arg);
+	fn("maxconns_fast", "yes", arg);
+	fn("binding_protocol", "auto-negotiate", arg);
+	fn("flush_enabled", "yes", arg);
+	fn("dump_enabled", "yes", arg);
+	fn("shutdown_command", "no", arg);
+	fn("hash_algorithm", "siphash13", arg);
+	fn("lru_crawler", "yes", arg);
+	fn("lru_segmented", "no", arg);
+	fn("temp_lru", "no", arg);
+	fn("track_sizes", "no", arg);
+	fn("ssl_enabled", "no", arg);
 }

@@ -256,6 +256,10 @@ static size_t run_batch(struct conn *c)
 		off += r->len;
 		cur ^= 1;
 	}
+	/* Stopped by backpressure with requests left: a yield. */
+	if (off < c->rlen && !c->close_when_done && !c->broken &&
+	    pending(c) >= hwm)
+		STAT_INC(&c->w->stats, conn_yields);
 	if (p->flush)
 		p->flush(c);
 	return off;

@@ -6,6 +6,7 @@
  * sinks here, the Prometheus endpoint's (general stats only) is metrics.c's.
  */
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -116,6 +117,17 @@ static void put_real(const struct stats_sink *k, const char *name,
 	k->emit(k->arg, &e);
 }
 
+static uint64_t log2_floor(uint64_t v)
+{
+	uint64_t n = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		n++;
+	}
+	return n;
+}
+
 /* Entries both the general stats and `stats memory` show. */
 static const char help_limit[] =
 	"Bytes the cache may use (-m): items, removed items not yet freed "
@@ -150,6 +162,8 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	put_text(k, "version",
 		 "The memcached version the server answers as, then rhkv's",
 		 RHKV_VERSION);
+	put_text(k, "libevent", "Version of libevent the server runs on",
+		 event_get_version());
 	put_u(k, STATS_GAUGE, "pointer_size", "Bits of a pointer on the server",
 	      8 * sizeof(void *));
 	put_seconds(k, "rusage_user", "CPU time the server spent in user mode",
@@ -167,17 +181,44 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	put_u(k, STATS_COUNTER, "rejected_connections",
 	      "Client connections closed at once: max_connections were open",
 	      atomic_load(&srv->rejected_conns));
+	put_u(k, STATS_GAUGE, "connection_structures",
+	      "Connection structures allocated: open client connections and "
+	      "listening sockets",
+	      (uint64_t)atomic_load(&srv->curr_conns) +
+		      (uint64_t)srv->nlisteners);
+	put_u(k, STATS_COUNTER, "cmd_meta",
+	      "Meta commands (mg, ms, md, ...): rhkvd has none, so always 0",
+	      0);
 #define STATS_PUT(name, type, help) put_u(k, STATS_##type, #name, help, s.name);
 	THREAD_STATS(STATS_PUT)
 #undef STATS_PUT
 	put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
+	put_u(k, STATS_GAUGE, "accepting_conns",
+	      "1 while the server accepts connections (rhkvd never stops: at "
+	      "max_connections it closes new ones at once)",
+	      1);
+	put_u(k, STATS_COUNTER, "listen_disabled_num",
+	      "Times accepting was paused at max_connections: always 0 in "
+	      "rhkvd, which closes new connections instead",
+	      0);
 	put_u(k, STATS_GAUGE, "threads", "Worker threads", srv->nworkers);
 	put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
 	put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
+	put_u(k, STATS_GAUGE, "hash_power_level",
+	      "Log2 of the hash table's buckets", log2_floor(cs.table.size));
 	put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes, cs.hash_bytes);
 	put_u(k, STATS_GAUGE, "retired_bytes", help_retired, cs.retired_bytes);
 	put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
 	      server_conn_bytes(srv));
+	put_u(k, STATS_COUNTER, "malloc_fails",
+	      "Items the allocator could not allocate", cs.malloc_fails);
+	put_u(k, STATS_COUNTER, "lru_crawler_starts",
+	      "Passes of the expiry sweep over the whole table",
+	      cs.sweep_passes);
+	put_u(k, STATS_COUNTER, "crawler_reclaimed",
+	      "Expired items the expiry sweep took out", cs.sweep_reclaimed);
+	put_u(k, STATS_COUNTER, "crawler_items_checked",
+	      "Items the expiry sweep looked at", cs.sweep_checked);
 	put_u(k, STATS_COUNTER, "evictions",
 	      "Live items removed to make room for new ones", cs.evictions);
 	put_u(k, STATS_COUNTER, "evicted_unfetched",

@@ -34,6 +34,9 @@
 	X(get_misses, COUNTER, "Keys requested and not found")                \
 	X(get_expired, COUNTER,                                               \
 	  "Keys requested and not found because their item had expired")      \
+	X(get_flushed, COUNTER,                                               \
+	  "Keys requested and not found because flush_all invalidated their " \
+	  "item")                                                             \
 	X(delete_misses, COUNTER, "Deletes of a key that was not there")      \
 	X(delete_hits, COUNTER, "Deletes of a key that was there")            \
 	X(incr_misses, COUNTER, "Increments of a key that was not there")     \
@@ -48,10 +51,19 @@
 	  "read")                                                             \
 	X(touch_hits, COUNTER, "Keys touched that were there")                \
 	X(touch_misses, COUNTER, "Keys touched that were not there")          \
+	X(store_too_large, COUNTER,                                           \
+	  "Storage commands refused: the value was over the item size limit") \
+	X(store_no_memory, COUNTER,                                           \
+	  "Storage commands refused: the item could not fit in the cache")    \
+	X(auth_cmds, COUNTER, "Authentication attempts (auth commands)")      \
 	X(bytes_read, COUNTER, "Bytes read from client connections")          \
 	X(bytes_written, COUNTER, "Bytes written to client connections")      \
 	X(total_items, COUNTER, "Items stored (successful storage commands)") \
-	X(auth_errors, COUNTER, "Authentication attempts with a wrong password")
+	X(auth_errors, COUNTER,                                               \
+	  "Authentication attempts with a wrong password")                    \
+	X(conn_yields, COUNTER,                                               \
+	  "Times a connection stopped executing its pipelined requests "      \
+	  "until its replies drained (output past --output-limit)")
 
 struct thread_stats {
 #define STATS_FIELD(name, type, help) _Atomic unsigned long name;
