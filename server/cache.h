@@ -228,7 +228,7 @@ struct cache_stats {
 	unsigned long evictions, evicted_unfetched, evicted_active;
 	unsigned long expired_unfetched, reclaimed;
 	unsigned long sweep_passes;
-	unsigned long reclaim_waits; /* writers waiting for a grace period */
+	unsigned long reclaim_waits;   /* writers waiting for a grace period */
 	unsigned long evicted_nonzero; /* evictions of items with an exptime */
 	unsigned long malloc_fails;    /* items the allocator refused */
 	unsigned long sweep_checked;   /* items the expiry sweep looked at */

@@ -73,7 +73,7 @@ struct cache {
 
 	_Atomic unsigned long evictions, evicted_unfetched, evicted_active;
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;
-	_Atomic unsigned long reclaim_waits; /* grace periods waited for */
+	_Atomic unsigned long reclaim_waits;   /* grace periods waited for */
 	_Atomic unsigned long evicted_nonzero; /* evictions with an exptime */
 	_Atomic unsigned long malloc_fails;    /* items not allocated */
 	/* The sweep's own: items it looked at, dead ones it took out. */
@@ -172,8 +172,9 @@ uint32_t cache__exptime_u32(int64_t exptime);
 /* ---- memory (cache_memory.c) ---- */
 
 /* A new item, not linked, not reserved; its qold says "not queued". */
-struct item *cache__item_alloc(struct cache *c, struct cache_key key, uint32_t flags,
-			       uint32_t exptime, uint32_t nbytes);
+struct item *cache__item_alloc(struct cache *c, struct cache_key key,
+			       uint32_t flags, uint32_t exptime,
+			       uint32_t nbytes);
 /* Bytes the limit leaves for items: the bucket arrays come first. */
 int64_t cache__item_budget(struct cache *c);
 /* Reserves fp bytes for an item about to be linked, if they fit. */

@@ -52,8 +52,9 @@ void item_put(struct item *it)
 		free(it);
 }
 
-struct item *cache__item_alloc(struct cache *c, struct cache_key key, uint32_t flags,
-			       uint32_t exptime, uint32_t nbytes)
+struct item *cache__item_alloc(struct cache *c, struct cache_key key,
+			       uint32_t flags, uint32_t exptime,
+			       uint32_t nbytes)
 {
 	struct item *it = malloc(ITEM_HEADER_BYTES + key.n + nbytes + 2);
 

@@ -58,6 +58,7 @@ static void exec_get(struct conn *c, const struct request *r)
 			}
 			rhkv_rcu_read_unlock();
 		}
+		server_detail(c->w->srv, key, DETAIL_GET, it != NULL);
 		if (it) {
 			STAT_INC(st, get_hits);
 			if (touch)
@@ -90,6 +91,7 @@ static void exec_store(struct conn *c, const struct request *r)
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
+	server_detail(c->w->srv, r->key, DETAIL_SET, false);
 	res = cache_store(c->w->srv->cache, c->w->id, modes[r->cmd], r->key,
 			  r->flags, cache_abs_exptime(r->exptime), r->value,
 			  r->nbytes, r->cas, &cas);
@@ -123,6 +125,7 @@ static void exec_delete(struct conn *c, const struct request *r)
 {
 	bool hit = cache_delete(c->w->srv->cache, r->key);
 
+	server_detail(c->w->srv, r->key, DETAIL_DEL, false);
 	if (hit)
 		STAT_INC(&c->w->stats, delete_hits);
 	else
@@ -213,18 +216,37 @@ static void exec_auth(struct conn *c, const struct request *r)
 	}
 }
 
+static bool is_word(struct cache_key k, const char *w)
+{
+	return k.n == strlen(w) && !memcmp(k.p, w, k.n);
+}
+
 static void exec_stats(struct conn *c, const struct request *r)
 {
 	struct server *srv = c->w->srv;
+	const struct stats_query q = { r->arg.p, r->arg.n, r->args.p, r->args.n,
+				       c };
 	const struct stats_sink *sink;
+	const char *bad;
 
-	if (r->arg.n == 5 && !memcmp(r->arg.p, "reset", 5)) {
+	if (is_word(r->arg, "reset")) {
 		server_reset_stats(srv);
 		REPLY(c)->status(c, r, REPLY_RESET, NULL);
 		return;
 	}
+	if (is_word(r->arg, "detail") &&
+	    (is_word(r->args, "on") || is_word(r->args, "off"))) {
+		stats_detail_enable(srv, is_word(r->args, "on"));
+		REPLY(c)->status(c, r, REPLY_OK, NULL);
+		return;
+	}
+	bad = stats_args_error(&q);
+	if (bad) {
+		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR, bad);
+		return;
+	}
 	sink = REPLY(c)->stats_begin(c, r);
-	REPLY(c)->stats_end(c, r, stats_emit(srv, r->arg.p, r->arg.n, sink));
+	REPLY(c)->stats_end(c, r, stats_emit(srv, &q, sink));
 }
 
 static void exec_flush_all(struct conn *c, const struct request *r)

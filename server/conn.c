@@ -64,6 +64,32 @@ void conn_slot_give(struct server *srv)
 	atomic_fetch_sub(&srv->curr_conns, 1);
 }
 
+const char *const conn_state_name[] = {
+	[CONN_NEW_CMD] = "conn_new_cmd", [CONN_READ] = "conn_read",
+	[CONN_SWALLOW] = "conn_swallow", [CONN_MWRITE] = "conn_mwrite",
+	[CONN_CLOSING] = "conn_closing",
+};
+
+/* Only the owning thread writes last_active: a plain store suffices. */
+static void conn_touch(struct conn *c)
+{
+	atomic_store_explicit(&c->last_active, cache_now(),
+			      memory_order_relaxed);
+}
+
+/* For `stats conns`: what the connection now waits for. */
+static void publish_state(struct conn *c)
+{
+	uint8_t st = c->close_when_done || c->peer_eof ? CONN_CLOSING
+		     : c->swallow		       ? CONN_SWALLOW
+		     : evbuffer_get_length(c->out)     ? CONN_MWRITE
+		     : c->rlen			       ? CONN_READ
+						       : CONN_NEW_CMD;
+
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) != st)
+		atomic_store_explicit(&c->state, st, memory_order_relaxed);
+}
+
 struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 {
 	struct conn *c = calloc(1, sizeof(*c));
@@ -80,12 +106,15 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->rcap = RBUF_INITIAL;
 	c->rbuf = malloc(c->rcap);
 	c->out = evbuffer_new();
-	c->last_active = cache_now();
+	atomic_init(&c->last_active, cache_now());
+	atomic_init(&c->state, CONN_NEW_CMD);
 	c->authed = w->srv->cfg.password == NULL;
+	pthread_mutex_lock(&w->lock);
 	c->next = w->conns;
 	if (c->next)
 		c->next->prev = c;
 	w->conns = c;
+	pthread_mutex_unlock(&w->lock);
 	w->nconns++;
 	if (!c->rbuf || !c->out || t->open(c)) {
 		conn_close(c);
@@ -100,12 +129,15 @@ void conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
 
+	/* Out of the list before the fd closes: `stats conns` reads it. */
+	pthread_mutex_lock(&w->lock);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	pthread_mutex_unlock(&w->lock);
 	w->nconns--;
 	c->transport->close(c);
 	if (c->out)
@@ -288,7 +320,7 @@ static void process(struct conn *c)
 	if (off) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
-		c->last_active = cache_now(); /* a whole request arrived */
+		conn_touch(c); /* a whole request arrived */
 	}
 	/* A big value has gone through: give its buffer back. */
 	if (c->rlen <= RBUF_INITIAL / 2 && c->rcap > RBUF_INITIAL) {
@@ -377,7 +409,7 @@ static bool conn_write(struct conn *c)
 		return false;
 	if (n > 0) {
 		STAT_ADD(&c->w->stats, bytes_written, (unsigned long)n);
-		c->last_active = cache_now();
+		conn_touch(c);
 		c->stalled_since = 0;
 	}
 	return true;
@@ -415,6 +447,7 @@ static bool conn_finish(struct conn *c)
 		return false;
 	}
 	c->lingering = true;
+	atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
 	c->linger_since = cache_now();
 	c->rlen = 0;
 	c->transport->wait(c, true, false);
@@ -467,6 +500,7 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 		return conn_finish(c);
 	account(c, buffer_bytes(c));
 	update_events(c);
+	publish_state(c);
 	return true;
 }
 
@@ -497,7 +531,9 @@ void conn_tick(struct conn *c, int64_t now)
 		conn_close(c);
 		return;
 	}
-	if (cfg->idle_timeout && now - c->last_active >= cfg->idle_timeout) {
+	if (cfg->idle_timeout &&
+	    now - atomic_load_explicit(&c->last_active, memory_order_relaxed) >=
+		    cfg->idle_timeout) {
 		log_debug("closing idle connection %d", c->fd);
 		conn_close(c);
 	}

@@ -8,6 +8,7 @@
 #define RHKV_SERVER_CONN_H
 
 #include <event2/buffer.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,11 +35,31 @@ struct conn {
 	int64_t linger_since;  /* seconds */
 	bool peer_eof;	       /* read 0: answer what is here, close */
 	bool authed;	       /* no password set, or auth succeeded */
-	int64_t last_active;   /* seconds: last request or write */
+	/* Seconds: last request or write. Written by the owning thread only
+	 * (relaxed, see conn_touch), read by `stats conns` from any. */
+	_Atomic int64_t last_active;
+	/* What the connection waits for (enum conn_state), as of the end of
+	 * its last event; written by the owning thread, read by `stats
+	 * conns`. */
+	_Atomic uint8_t state;
 	int64_t stalled_since; /* seconds: output pending, none written */
 	size_t accounted;      /* buffer bytes counted in conn_bytes */
+	/* The worker's list: linked and unlinked under the worker's lock, so
+	 * that `stats conns` on another thread may walk it under that lock
+	 * (the owning thread walks it without). */
 	struct conn *prev, *next;
 };
+
+/* What `stats conns` shows as <fd>:state (memcached's names). */
+enum conn_state {
+	CONN_NEW_CMD, /* idle: waiting for a request */
+	CONN_READ,    /* part of a request has arrived */
+	CONN_SWALLOW, /* discarding a too-large value */
+	CONN_MWRITE,  /* replies wait for the socket to drain */
+	CONN_CLOSING, /* closing once the output is written */
+};
+
+extern const char *const conn_state_name[];
 
 /*
  * Connection slots (-c): a slot is taken before a connection is made

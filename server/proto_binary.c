@@ -189,6 +189,18 @@ static void fill(struct request *r, const struct proto_bin_req *q)
 	r->count = q->count;
 	r->match = q->has_match ? bytes(q->match) : (struct cache_key){ 0 };
 	r->arg = bytes(q->text);
+	r->args = (struct cache_key){ NULL, 0 };
+	/* STATS "cachedump 1 0": the group, then its arguments. */
+	if (q->op == PROTO_OP_STATS && r->arg.n) {
+		const char *sp = memchr(r->arg.p, ' ', r->arg.n);
+
+		if (sp) {
+			r->args = (struct cache_key){
+				sp + 1, r->arg.n - (size_t)(sp + 1 - r->arg.p)
+			};
+			r->arg.n = (size_t)(sp - r->arg.p);
+		}
+	}
 	r->noreply = false;
 	r->status = REPLY_NONE;
 	r->message = NULL;

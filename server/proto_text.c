@@ -78,6 +78,7 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 	r->match = q->has_match ? span(buf, q->match)
 				: (struct cache_key){ NULL, 0 };
 	r->arg = span(buf, q->arg);
+	r->args = span(buf, q->args);
 }
 
 static enum decode_status decode(struct conn *c, const char *buf, size_t n,

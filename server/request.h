@@ -106,7 +106,9 @@ struct request {
 	uint64_t cursor;	/* scan */
 	uint32_t count;		/* scan */
 	struct cache_key match; /* scan: a glob, {NULL, 0} for none */
-	struct cache_key arg;	/* stats: the group; auth: the password */
+	struct cache_key arg;	/* stats: the group; auth: the password;
+				   lru_crawler: the subcommand */
+	struct cache_key args;	/* stats, lru_crawler: what follows arg */
 	/* A decoder's refusal (DECODE_REJECT, DECODE_CLOSE): what to say. */
 	enum reply_status status;
 	const char *message;

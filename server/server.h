@@ -31,7 +31,7 @@ struct worker {
 	struct event_base *base;
 	struct event *notify; /* activated by the listener thread */
 	struct event *tick;   /* once a second: timeouts */
-	pthread_mutex_t lock; /* inbox, stop */
+	pthread_mutex_t lock; /* inbox, stop, linking into conns */
 	struct fd_node *inbox;
 	bool stop;
 	bool stopping; /* worker-local: draining connections */
@@ -65,7 +65,18 @@ struct server {
 	struct stats_sum baseline;  /* subtracted: `stats reset` */
 	struct latency_snapshot lat_baseline[LAT_NCLASSES];
 	struct evhttp *metrics; /* --metrics-port, on base */
+	/* `stats detail`: counting on, and the counts (stats_detail.c). */
+	_Atomic bool detail_on;
+	struct stats_detail *_Atomic detail;
 };
+
+/* `stats detail` counting, when on (one relaxed load when off). */
+static inline void server_detail(struct server *srv, struct cache_key key,
+				 enum stats_detail_op op, bool hit)
+{
+	if (atomic_load_explicit(&srv->detail_on, memory_order_relaxed))
+		stats_detail_record(srv, key.p, key.n, op, hit);
+}
 
 static inline uint64_t server_conn_bytes(struct server *srv)
 {

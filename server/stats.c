@@ -5,8 +5,14 @@
  * stats_sink (stats.h): the text lines and the binary protocol's map are
  * sinks here, the Prometheus endpoint's (general stats only) is metrics.c's.
  */
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -247,6 +253,344 @@ static void settings_entry(const char *name, const char *value, void *arg)
 static void stats_settings(struct server *srv, const struct stats_sink *k)
 {
 	config_each(&srv->cfg, settings_entry, (void *)k);
+	/* Not options: `stats detail` switches counting at run time. */
+	put_text(k, "stat_key_prefix", NULL, ":");
+	put_text(k, "detail_enabled", NULL,
+		 atomic_load_explicit(&srv->detail_on, memory_order_relaxed)
+			 ? "yes"
+			 : "no");
+}
+
+/*
+ * `stats items` and `stats slabs`. rhkvd has no slab classes: items are
+ * malloc'd at their own size and evicted by SIEVE over the whole cache
+ * (16 queue shards chosen by address, not by size). Both groups show that
+ * as memcached would show a server whose items all lie in one class,
+ * class 1, holding every item: its counts are the cache's; sizes a slab
+ * allocator has and malloc has not are mapped as docs/stats.md says (one
+ * "chunk" per item, a "page" per item). Like memcached, a class without
+ * items is not shown.
+ */
+#define ITEM_CLASS 1
+
+static void put_class(const struct stats_sink *k, enum stats_kind kind,
+		      const char *prefix, const char *name, const char *help,
+		      uint64_t v)
+{
+	char full[64];
+
+	snprintf(full, sizeof(full), "%s%d:%s", prefix, ITEM_CLASS, name);
+	put_u(k, kind, full, help, v);
+}
+
+static void stats_items(struct server *srv, const struct stats_sink *k)
+{
+	struct cache_stats cs;
+	struct stats_sum s;
+
+	cache_get_stats(srv->cache, &cs, false);
+	if (!cs.curr_items)
+		return;
+	server_sum_stats(srv, &s);
+	put_class(k, STATS_GAUGE, "items:", "number", help_items,
+		  cs.curr_items);
+	put_class(k, STATS_GAUGE, "items:", "mem_requested",
+		  "Bytes the items hold: header, key and value", cs.item_data);
+	put_class(k, STATS_COUNTER, "items:", "evicted",
+		  "Live items removed to make room for new ones", cs.evictions);
+	put_class(k, STATS_COUNTER, "items:", "evicted_nonzero",
+		  "Evicted items that had an expiry time", cs.evicted_nonzero);
+	put_class(k, STATS_COUNTER, "items:", "outofmemory",
+		  "Storage commands refused: the item could not fit",
+		  s.store_no_memory);
+	put_class(k, STATS_COUNTER, "items:", "tailrepairs",
+		  "Items freed while still referenced: never in rhkvd (0)", 0);
+	put_class(k, STATS_COUNTER, "items:", "reclaimed",
+		  "Expired items taken out of the cache", cs.reclaimed);
+	put_class(k, STATS_COUNTER, "items:", "expired_unfetched",
+		  "Expired items taken out that were never read",
+		  cs.expired_unfetched);
+	put_class(k, STATS_COUNTER, "items:", "evicted_unfetched",
+		  "Evicted items that were never read", cs.evicted_unfetched);
+	put_class(k, STATS_COUNTER, "items:", "evicted_active",
+		  "Evicted items that had been read", cs.evicted_active);
+	put_class(k, STATS_COUNTER, "items:", "crawler_reclaimed",
+		  "Expired items the expiry sweep took out",
+		  cs.sweep_reclaimed);
+	put_class(k, STATS_COUNTER, "items:", "crawler_items_checked",
+		  "Items the expiry sweep looked at", cs.sweep_checked);
+}
+
+static void stats_slabs(struct server *srv, const struct stats_sink *k)
+{
+	static const char help_chunks[] = "Items: one chunk each";
+	struct cache_stats cs;
+	struct stats_sum s;
+
+	cache_get_stats(srv->cache, &cs, false);
+	server_sum_stats(srv, &s);
+	if (cs.curr_items) {
+		put_class(k, STATS_GAUGE, "", "chunk_size",
+			  "Mean bytes of an item, as allocated",
+			  cs.bytes / cs.curr_items);
+		put_class(k, STATS_GAUGE, "", "chunks_per_page",
+			  "Items per allocation: 1 (each is malloc'd)", 1);
+		put_class(k, STATS_GAUGE, "", "total_pages",
+			  "Allocations holding items: one per item",
+			  cs.curr_items);
+		put_class(k, STATS_GAUGE, "", "total_chunks", help_chunks,
+			  cs.curr_items);
+		put_class(k, STATS_GAUGE, "", "used_chunks", help_chunks,
+			  cs.curr_items);
+		put_class(k, STATS_GAUGE, "", "free_chunks",
+			  "Allocated and unused: none (0)", 0);
+		put_class(k, STATS_GAUGE, "", "free_chunks_end",
+			  "Allocated and unused: none (0)", 0);
+		put_class(k, STATS_GAUGE, "", "mem_requested",
+			  "Bytes the items hold: header, key and value",
+			  cs.item_data);
+		put_class(k, STATS_COUNTER, "", "get_hits",
+			  "Keys requested and found", s.get_hits);
+		put_class(k, STATS_COUNTER, "", "cmd_set", "Storage commands",
+			  s.cmd_set);
+		put_class(k, STATS_COUNTER, "", "delete_hits",
+			  "Deletes of a key that was there", s.delete_hits);
+		put_class(k, STATS_COUNTER, "", "incr_hits",
+			  "Increments of a key that was there", s.incr_hits);
+		put_class(k, STATS_COUNTER, "", "decr_hits",
+			  "Decrements of a key that was there", s.decr_hits);
+		put_class(k, STATS_COUNTER, "", "cas_hits",
+			  "cas commands that stored", s.cas_hits);
+		put_class(k, STATS_COUNTER, "", "cas_badval",
+			  "cas commands refused: the item had changed",
+			  s.cas_badval);
+		put_class(k, STATS_COUNTER, "", "touch_hits",
+			  "Keys touched that were there", s.touch_hits);
+	}
+	put_u(k, STATS_GAUGE, "active_slabs",
+	      "Classes holding items: 1, or 0 when the cache is empty",
+	      cs.curr_items ? 1 : 0);
+	put_u(k, STATS_GAUGE, "total_malloced",
+	      "Bytes of the items in the cache, as allocated", cs.bytes);
+}
+
+/* memcached's item size histogram is off unless started with it; rhkvd
+ * has none. */
+static void stats_sizes(struct server *srv, const struct stats_sink *k)
+{
+	(void)srv;
+	put_text(k, "sizes_status", "Whether the item size histogram is kept",
+		 "disabled");
+}
+
+/* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "unix:/path"; false when
+ * the socket has no address to show. */
+static bool format_addr(const struct sockaddr_storage *ss, socklen_t len,
+			char *buf, size_t n)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(buf, n, "tcp:%s:%u", host, ntohs(a->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(buf, n, "tcp6:[%s]:%u", host, ntohs(a->sin6_port));
+	} else if (ss->ss_family == AF_UNIX &&
+		   len > offsetof(struct sockaddr_un, sun_path)) {
+		const struct sockaddr_un *a = (const void *)ss;
+
+		snprintf(buf, n, "unix:%.*s",
+			 (int)(len - offsetof(struct sockaddr_un, sun_path)),
+			 a->sun_path);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static bool sock_addr(int fd, bool peer, char *buf, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+		      : getsockname(fd, (struct sockaddr *)&ss, &len);
+
+	return rc == 0 && format_addr(&ss, len, buf, n);
+}
+
+static void put_conn_text(const struct stats_sink *k, int fd, const char *name,
+			  const char *help, const char *v)
+{
+	char full[48];
+
+	snprintf(full, sizeof(full), "%d:%s", fd, name);
+	put_text(k, full, help, v);
+}
+
+static void put_conn_u(const struct stats_sink *k, int fd, const char *name,
+		       const char *help, uint64_t v)
+{
+	char full[48];
+
+	snprintf(full, sizeof(full), "%d:%s", fd, name);
+	put_u(k, STATS_GAUGE, full, help, v);
+}
+
+static const char help_addr[] = "The connection's peer, or the listening "
+				"socket's own address";
+static const char help_listen[] = "The listening socket it came in by";
+static const char help_state[] = "What the connection waits for";
+static const char help_idle[] = "Seconds since its last request";
+
+/*
+ * `stats conns`: the listening sockets, then every client connection with
+ * a socket. Each worker's list is walked under that worker's lock, which
+ * its thread takes to link and unlink a connection (never to use one), so
+ * no connection is freed or its fd closed meanwhile; the fields read are
+ * the fd (set before linking), and the state and last activity, which the
+ * owning thread publishes with atomic stores.
+ */
+static void stats_conns(struct server *srv, const struct stats_query *q,
+			const struct stats_sink *k)
+{
+	int64_t now = cache_now();
+	char addr[160];
+
+	for (int i = 0; i < srv->nlisteners; i++) {
+		int fd = evconnlistener_get_fd(srv->listeners[i]);
+
+		if (sock_addr(fd, false, addr, sizeof(addr)))
+			put_conn_text(k, fd, "addr", help_addr, addr);
+		put_conn_text(k, fd, "state", help_state, "conn_listening");
+		put_conn_u(k, fd, "secs_since_last_cmd", help_idle,
+			   (uint64_t)(now - srv->started));
+	}
+	for (unsigned int w = 0; w < srv->nworkers; w++) {
+		struct worker *wk = &srv->workers[w];
+
+		pthread_mutex_lock(&wk->lock);
+		for (const struct conn *c = wk->conns; c; c = c->next) {
+			int64_t last = atomic_load_explicit(
+				&c->last_active, memory_order_relaxed);
+			uint8_t st = atomic_load_explicit(&c->state,
+							  memory_order_relaxed);
+
+			if (c->fd < 0)
+				continue;
+			if (sock_addr(c->fd, true, addr, sizeof(addr)))
+				put_conn_text(k, c->fd, "addr", help_addr,
+					      addr);
+			if (sock_addr(c->fd, false, addr, sizeof(addr)))
+				put_conn_text(k, c->fd, "listen_addr",
+					      help_listen, addr);
+			put_conn_text(k, c->fd, "state", help_state,
+				      c == q->self ? "conn_parse_cmd"
+						   : conn_state_name[st]);
+			put_conn_u(k, c->fd, "secs_since_last_cmd", help_idle,
+				   now > last ? (uint64_t)(now - last) : 0);
+		}
+		pthread_mutex_unlock(&wk->lock);
+	}
+}
+
+/* Parses a whole decimal token of args at *pos; false if none or bad. */
+static bool arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
+{
+	size_t i = *pos, start;
+
+	while (i < n && p[i] == ' ')
+		i++;
+	start = i;
+	*v = 0;
+	while (i < n && p[i] >= '0' && p[i] <= '9') {
+		if (*v > (UINT64_MAX - 9) / 10)
+			return false;
+		*v = *v * 10 + (uint64_t)(p[i++] - '0');
+	}
+	if (i == start || (i < n && p[i] != ' '))
+		return false;
+	*pos = i;
+	return true;
+}
+
+/* memcached bounds a cachedump's reply to 2 MiB. */
+#define CACHEDUMP_MAX_BYTES (2u << 20)
+
+struct dump_ctx {
+	const struct stats_sink *k;
+	uint64_t limit, n; /* limit 0: no limit */
+	size_t bytes;
+	bool full;
+};
+
+static void dump_item(const struct item *it, void *arg)
+{
+	struct dump_ctx *d = arg;
+	char name[256], value[64], line[340];
+	struct stats_entry e = { .name = name,
+				 .line = line,
+				 .help = "An item: value bytes, and expiry "
+					 "time (unix seconds; 0: never)",
+				 .kind = STATS_TEXT,
+				 .s = value };
+	int len;
+
+	if (d->full)
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)it->nkey, item_key(it));
+	snprintf(value, sizeof(value), "[%" PRIu32 " b; %" PRIu32 " s]",
+		 it->nbytes,
+		 atomic_load_explicit(&it->exptime, memory_order_relaxed));
+	len = snprintf(line, sizeof(line), "ITEM %s %s", name, value);
+	if (d->bytes + (size_t)len + 2 > CACHEDUMP_MAX_BYTES) {
+		d->full = true;
+		return;
+	}
+	d->bytes += (size_t)len + 2;
+	d->k->emit(d->k->arg, &e);
+	if (d->limit && ++d->n == d->limit)
+		d->full = true;
+}
+
+/*
+ * `stats cachedump <class> <limit>`: up to limit live items of the class
+ * (0: all, within 2 MiB of reply, as memcached), in hash table order; the
+ * only class is 1. memcached 1.6 lists only its cold LRU here; rhkvd lists
+ * every live item (libmemcached's memcdump reads this).
+ */
+static void stats_cachedump(struct server *srv, const struct stats_query *q,
+			    const struct stats_sink *k)
+{
+	struct dump_ctx d = { .k = k };
+	uint64_t cls, cursor = 0;
+	size_t pos = 0;
+
+	if (!arg_u64(q->args, q->nargs, &pos, &cls) ||
+	    !arg_u64(q->args, q->nargs, &pos, &d.limit) || cls != ITEM_CLASS)
+		return;
+	do
+		cursor = cache_scan(srv->cache, cursor, 256, dump_item, &d);
+	while (cursor && !d.full);
+}
+
+const char *stats_args_error(const struct stats_query *q)
+{
+	size_t pos = 0;
+	uint64_t v;
+
+	if (q->n == 6 && !memcmp(q->group, "detail", 6) &&
+	    !(q->nargs == 4 && !memcmp(q->args, "dump", 4)))
+		return "usage: stats detail on|off|dump";
+	if (q->n == 9 && !memcmp(q->group, "cachedump", 9) &&
+	    (!arg_u64(q->args, q->nargs, &pos, &v) ||
+	     !arg_u64(q->args, q->nargs, &pos, &v)))
+		return "bad command line";
+	return NULL;
 }
 
 static void stats_table(struct server *srv, const struct stats_sink *k)
@@ -386,22 +730,33 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 	}
 }
 
-bool stats_emit(struct server *srv, const char *group, size_t n,
+bool stats_emit(struct server *srv, const struct stats_query *q,
 		const struct stats_sink *sink)
 {
 	static const struct {
 		const char *name;
 		void (*emit)(struct server *srv, const struct stats_sink *k);
-	} groups[] = { { "", server_stats_each },
-		       { "settings", stats_settings },
-		       { "table", stats_table },
-		       { "memory", stats_memory },
-		       { "latency", stats_latency } };
+		void (*emit_q)(struct server *srv, const struct stats_query *q,
+			       const struct stats_sink *k);
+	} groups[] = { { "", server_stats_each, NULL },
+		       { "settings", stats_settings, NULL },
+		       { "items", stats_items, NULL },
+		       { "slabs", stats_slabs, NULL },
+		       { "sizes", stats_sizes, NULL },
+		       { "conns", NULL, stats_conns },
+		       { "detail", stats_detail_dump, NULL },
+		       { "cachedump", NULL, stats_cachedump },
+		       { "table", stats_table, NULL },
+		       { "memory", stats_memory, NULL },
+		       { "latency", stats_latency, NULL } };
 
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
-		if (strlen(groups[i].name) == n &&
-		    (!n || !memcmp(groups[i].name, group, n))) {
-			groups[i].emit(srv, sink);
+		if (strlen(groups[i].name) == q->n &&
+		    (!q->n || !memcmp(groups[i].name, q->group, q->n))) {
+			if (groups[i].emit)
+				groups[i].emit(srv, sink);
+			else
+				groups[i].emit_q(srv, q, sink);
 			return true;
 		}
 	return false;
@@ -433,6 +788,9 @@ void stats_text_entry(void *arg, const struct stats_entry *e)
 {
 	char buf[STATS_VALUE_MAX];
 
-	evbuffer_add_printf(arg, "STAT %s %s\r\n", e->name,
-			    stats_entry_value(e, buf));
+	if (e->line)
+		evbuffer_add_printf(arg, "%s\r\n", e->line);
+	else
+		evbuffer_add_printf(arg, "STAT %s %s\r\n", e->name,
+				    stats_entry_value(e, buf));
 }

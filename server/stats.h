@@ -89,6 +89,7 @@ static inline void stat_add(_Atomic unsigned long *s, unsigned long v)
 #define STAT_INC(st, name)    stat_add(&(st)->name, 1)
 #define STAT_ADD(st, name, v) stat_add(&(st)->name, (v))
 
+struct conn;
 struct server;
 struct evbuffer;
 
@@ -103,6 +104,10 @@ enum stats_kind {
 
 struct stats_entry {
 	const char *name;
+	/* Not NULL: the text protocol shows this line (without its line end)
+	 * instead of "STAT name value": `stats cachedump`'s "ITEM ..." and
+	 * `stats detail dump`'s "PREFIX ..." lines. */
+	const char *line;
 	/* What it means (one line, no backslash); NULL only for the entries
 	 * of `stats settings`. */
 	const char *help;
@@ -127,13 +132,41 @@ struct stats_sink {
 	void *arg;
 };
 
+/* What `stats` asked for. */
+struct stats_query {
+	const char *group; /* n bytes; n == 0: the general stats */
+	size_t n;
+	const char *args; /* what follows the group ("1 0"), nargs bytes */
+	size_t nargs;
+	const struct conn *self; /* the asking connection, or NULL */
+};
+
 /*
- * Emits stats group `group` (n bytes; n == 0: the general stats) into sink;
- * returns false for an unknown group (nothing emitted). `reset` is not a
- * group: callers call server_reset_stats().
+ * Emits stats group q->group into sink; returns false for an unknown
+ * group (nothing emitted). `reset` is not a group: callers call
+ * server_reset_stats(); nor are `detail on|off`: stats_detail_enable().
+ * Arguments are checked first with stats_args_error().
  */
-bool stats_emit(struct server *srv, const char *group, size_t n,
+bool stats_emit(struct server *srv, const struct stats_query *q,
 		const struct stats_sink *sink);
+
+/* Why q's arguments are wrong (memcached's CLIENT_ERROR text), or NULL. */
+const char *stats_args_error(const struct stats_query *q);
+
+/* ---- stats detail: per key prefix (up to ':') get/hit/set/del counts ---- */
+
+enum stats_detail_op { DETAIL_GET, DETAIL_SET, DETAIL_DEL };
+
+/* Turns counting on or off (counts so far are kept). */
+void stats_detail_enable(struct server *srv, bool on);
+/* Counts op on key's prefix (hit: a get that found the key); a no-op
+ * unless detail is on. Any thread. */
+void stats_detail_record(struct server *srv, const char *key, size_t n,
+			 enum stats_detail_op op, bool hit);
+/* Frees the counts (at shutdown). */
+void stats_detail_free(struct server *srv);
+/* `stats detail dump`'s entries (stats_emit calls it). */
+void stats_detail_dump(struct server *srv, const struct stats_sink *sink);
 
 /* Enough for any value stats_entry_value() formats (-DBL_MAX as %.3f is
  * 314 characters). */

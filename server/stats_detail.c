@@ -1,0 +1,171 @@
+/*
+ * `stats detail`: get, hit, set and delete counts per key prefix, the key
+ * up to its first ':' (memcached's default delimiter; a key without one is
+ * not counted, as memcached does not count it).
+ *
+ * Bounded: at most DETAIL_PREFIXES prefixes, each at most a key long; once
+ * the table is full a new prefix goes uncounted. Off by default; while off
+ * a command pays one relaxed load (server_detail). While on, one mutex
+ * guards the table (memcached takes one global lock too): `stats detail`
+ * is a debugging aid, not a production path. The table is allocated the
+ * first time counting is turned on and kept, with its counts, until
+ * shutdown; `stats detail off` only stops counting.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+#define DETAIL_PREFIXES 1024
+#define DETAIL_SLOTS	2048 /* open addressing, at most half full */
+#define DETAIL_DELIM	':'
+#define DETAIL_NAME_MAX 256 /* a prefix is shorter than a key */
+
+struct detail_prefix {
+	uint64_t get, hit, set, del;
+	size_t n;
+	char p[];
+};
+
+struct stats_detail {
+	pthread_mutex_t lock;
+	unsigned int count;
+	/* In the order they were first seen: what `dump` shows. */
+	struct detail_prefix *order[DETAIL_PREFIXES];
+	/* Index + 1 into order; 0: empty. */
+	uint16_t slot[DETAIL_SLOTS];
+};
+
+static struct stats_detail *detail_of(struct server *srv)
+{
+	return atomic_load_explicit(&srv->detail, memory_order_acquire);
+}
+
+void stats_detail_enable(struct server *srv, bool on)
+{
+	if (on && !detail_of(srv)) {
+		struct stats_detail *d = calloc(1, sizeof(*d)), *none = NULL;
+
+		if (!d)
+			return; /* stays off: nothing to count into */
+		pthread_mutex_init(&d->lock, NULL);
+		/* Two `stats detail on` at once: one table wins. */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &srv->detail, &none, d, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			pthread_mutex_destroy(&d->lock);
+			free(d);
+		}
+	}
+	atomic_store_explicit(&srv->detail_on, on, memory_order_release);
+}
+
+void stats_detail_free(struct server *srv)
+{
+	struct stats_detail *d = atomic_exchange(&srv->detail, NULL);
+
+	atomic_store(&srv->detail_on, false);
+	if (!d)
+		return;
+	for (unsigned int i = 0; i < d->count; i++)
+		free(d->order[i]);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* FNV-1a: the table is small and its keys are the client's own. */
+static uint32_t prefix_hash(const char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
+
+/* The prefix's counts, added if there is room; NULL when the table is
+ * full. Under d->lock. */
+static struct detail_prefix *prefix_find(struct stats_detail *d, const char *p,
+					 size_t n)
+{
+	uint32_t i = prefix_hash(p, n) % DETAIL_SLOTS;
+	struct detail_prefix *e;
+
+	for (; d->slot[i]; i = (i + 1) % DETAIL_SLOTS) {
+		e = d->order[d->slot[i] - 1];
+		if (e->n == n && !memcmp(e->p, p, n))
+			return e;
+	}
+	if (d->count == DETAIL_PREFIXES)
+		return NULL;
+	e = calloc(1, sizeof(*e) + n);
+	if (!e)
+		return NULL;
+	memcpy(e->p, p, n);
+	e->n = n;
+	d->order[d->count++] = e;
+	d->slot[i] = (uint16_t)d->count;
+	return e;
+}
+
+void stats_detail_record(struct server *srv, const char *key, size_t n,
+			 enum stats_detail_op op, bool hit)
+{
+	struct stats_detail *d = detail_of(srv);
+	const char *delim = n ? memchr(key, DETAIL_DELIM, n) : NULL;
+	struct detail_prefix *e;
+
+	if (!d || !delim)
+		return;
+	pthread_mutex_lock(&d->lock);
+	e = prefix_find(d, key, (size_t)(delim - key));
+	if (e) {
+		switch (op) {
+		case DETAIL_GET:
+			e->get++;
+			e->hit += hit;
+			break;
+		case DETAIL_SET:
+			e->set++;
+			break;
+		case DETAIL_DEL:
+			e->del++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* `stats detail dump`: "PREFIX <p> get N hit N set N del N" per prefix. */
+void stats_detail_dump(struct server *srv, const struct stats_sink *k)
+{
+	struct stats_detail *d = detail_of(srv);
+	char name[DETAIL_NAME_MAX], value[100], line[DETAIL_NAME_MAX + 120];
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	for (unsigned int i = 0; i < d->count; i++) {
+		const struct detail_prefix *e = d->order[i];
+		struct stats_entry en = {
+			.name = name,
+			.line = line,
+			.help = "Gets, hits, sets and deletes "
+				"of keys with this prefix",
+			.kind = STATS_TEXT,
+			.s = value
+		};
+
+		snprintf(name, sizeof(name), "%.*s", (int)e->n, e->p);
+		snprintf(value, sizeof(value),
+			 "get %" PRIu64 " hit %" PRIu64 " set %" PRIu64
+			 " del %" PRIu64,
+			 e->get, e->hit, e->set, e->del);
+		snprintf(line, sizeof(line), "PREFIX %s %s", name, value);
+		k->emit(k->arg, &en);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
