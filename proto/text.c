@@ -410,6 +410,23 @@ static enum proto_status parse_stats(const struct line *l,
 	return PROTO_OK;
 }
 
+/*
+ * lru_crawler metadump <all|hash|classes> and lru_crawler crawl <all|
+ * classes>: the sub-command in arg, its one argument in args. Any other
+ * sub-command, or a wrong number of tokens, is ERROR (memcached's answer;
+ * its enable, disable, sleep and tocrawl tune a crawler rhkvd has not).
+ */
+static enum proto_status parse_lru_crawler(const struct line *l,
+					   struct proto_req *req)
+{
+	if (l->ntok != 3 || (!span_is(l->buf, l->tok[1], "metadump") &&
+			     !span_is(l->buf, l->tok[1], "crawl")))
+		return PROTO_ERROR;
+	req->arg = l->tok[1];
+	req->args = l->tok[2];
+	return PROTO_OK;
+}
+
 /* scan <cursor> [count <n>] [match <glob>]: options in any order, the last
  * of a repeated one wins. */
 static enum proto_status parse_scan(const struct line *l, struct proto_req *req)
@@ -471,6 +488,7 @@ static const struct {
 	{ "scan", PROTO_CMD_SCAN },
 	{ "cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT },
 	{ "auth", PROTO_CMD_AUTH },
+	{ "lru_crawler", PROTO_CMD_LRU_CRAWLER },
 };
 
 /*
@@ -536,6 +554,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_memlimit(l, req);
 	case PROTO_CMD_AUTH:
 		return parse_auth(l, req);
+	case PROTO_CMD_LRU_CRAWLER:
+		return parse_lru_crawler(l, req);
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;
@@ -608,6 +628,66 @@ size_t proto_text_value_header(char *dst, const char *key, size_t key_len,
 		n += put_u64(dst + n, cas);
 	}
 	dst[n++] = '\r';
+	dst[n++] = '\n';
+	return n;
+}
+
+size_t proto_text_uri_encode(char *dst, const char *src, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)src[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    is_digit((char)c) || c == '-' || c == '.' || c == '_' ||
+		    c == '~') {
+			dst[k++] = (char)c;
+		} else {
+			dst[k++] = '%';
+			dst[k++] = hex[c >> 4];
+			dst[k++] = hex[c & 15];
+		}
+	}
+	return k;
+}
+
+/* A signed decimal at dst; returns how many bytes. */
+static size_t put_i64(char *dst, int64_t v)
+{
+	if (v >= 0)
+		return put_u64(dst, (uint64_t)v);
+	dst[0] = '-';
+	return 1 + put_u64(dst + 1, (uint64_t)0 - (uint64_t)v);
+}
+
+static size_t put_str(char *dst, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(dst, s, n);
+	return n;
+}
+
+size_t proto_text_metadump_line(char *dst, const struct proto_metadump_item *it)
+{
+	size_t n = put_str(dst, "key=");
+
+	n += proto_text_uri_encode(dst + n, it->key,
+				   it->nkey < PROTO_KEY_MAX ? it->nkey
+							    : PROTO_KEY_MAX);
+	n += put_str(dst + n, " exp=");
+	n += put_i64(dst + n, it->exp);
+	n += put_str(dst + n, " la=");
+	n += put_i64(dst + n, it->la);
+	n += put_str(dst + n, " cas=");
+	n += put_u64(dst + n, it->cas);
+	n += put_str(dst + n, it->fetched ? " fetch=yes" : " fetch=no");
+	n += put_str(dst + n, " cls=");
+	n += put_u64(dst + n, it->cls);
+	n += put_str(dst + n, " size=");
+	n += put_u64(dst + n, it->size);
 	dst[n++] = '\n';
 	return n;
 }

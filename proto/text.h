@@ -46,6 +46,7 @@ enum proto_cmd {
 	PROTO_CMD_SCAN,
 	PROTO_CMD_CACHE_MEMLIMIT,
 	PROTO_CMD_AUTH,
+	PROTO_CMD_LRU_CRAWLER,
 };
 
 enum proto_status {
@@ -108,9 +109,11 @@ struct proto_req {
 	uint32_t verbosity;    /* verbosity */
 	uint32_t memlimit;     /* cache_memlimit: MiB, >= 1 */
 	struct proto_span arg; /* stats: the sub-command ("" when none);
-				  auth: the password */
-	/* stats: what follows the sub-command, from its next token to the end
-	 * of the last one ("" when none), e.g. "on" in "stats detail on". */
+				  auth: the password; lru_crawler: the
+				  sub-command (metadump, crawl) */
+	/* stats, lru_crawler: what follows the sub-command, from its next
+	 * token to the end of the last one ("" when none), e.g. "on" in
+	 * "stats detail on", "all" in "lru_crawler metadump all". */
 	struct proto_span args;
 	uint64_t cursor;	 /* scan */
 	uint32_t count;		 /* scan: 1..PROTO_SCAN_COUNT_MAX */
@@ -172,5 +175,31 @@ size_t proto_text_value_header(char *dst, const char *key, size_t key_len,
  * Iterative, O(plen * n) at worst, whatever the pattern.
  */
 bool proto_glob_match(const char *pat, size_t plen, const char *s, size_t n);
+
+/*
+ * Writes n bytes of src into dst (at least 3 * n bytes) as memcached's
+ * `lru_crawler metadump` shows keys: letters, digits and "-._~" as they
+ * are, every other byte as %XX (upper-case hex). Returns the length.
+ */
+size_t proto_text_uri_encode(char *dst, const char *src, size_t n);
+
+/* One item of `lru_crawler metadump`, as memcached writes it. */
+struct proto_metadump_item {
+	const char *key;
+	size_t nkey; /* at most PROTO_KEY_MAX */
+	int64_t exp; /* unix seconds; -1: never */
+	int64_t la;  /* last access, unix seconds */
+	uint64_t cas;
+	bool fetched;	  /* read since it was stored */
+	unsigned int cls; /* item class */
+	uint64_t size;	  /* bytes of the item */
+};
+
+/* "key=<uri-encoded> exp=.. la=.. cas=.. fetch=yes|no cls=.. size=..\n"
+ * into dst (at least PROTO_METADUMP_LINE_MAX bytes); returns the length
+ * (no terminating NUL). */
+#define PROTO_METADUMP_LINE_MAX (3 * PROTO_KEY_MAX + 160)
+size_t proto_text_metadump_line(char *dst,
+				const struct proto_metadump_item *it);
 
 #endif

@@ -209,6 +209,9 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 /* Sets exptime of a live item. Returns whether there was one. */
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);
 
+/* Asks the expiry sweep for a pass over the table now (lru_crawler crawl). */
+void cache_crawl(struct cache *c);
+
 /* Invalidates every item stored before the flush time, once it comes:
  * now + delay (delay up to 30 days, as memcached) or the unix time delay. */
 void cache_flush(struct cache *c, int64_t delay);

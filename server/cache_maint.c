@@ -83,6 +83,12 @@ static bool flushed(struct cache *c, const struct item *it)
 	       atomic_load_explicit(&c->flush_snap[t], memory_order_acquire);
 }
 
+void cache_crawl(struct cache *c)
+{
+	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
+	cache__maint_wake(c);
+}
+
 bool cache_item_flushed(struct cache *c, const struct item *it)
 {
 	cache__flush_if_due(c);

@@ -22,6 +22,11 @@ static void say(struct conn *c, const struct request *r, enum reply_status st,
 		REPLY(c)->status(c, r, st, msg);
 }
 
+static bool is_word(struct cache_key k, const char *w)
+{
+	return k.n == strlen(w) && !memcmp(k.p, w, k.n);
+}
+
 static bool is_touch(enum req_cmd cmd)
 {
 	return cmd == REQ_GAT || cmd == REQ_GATS;
@@ -216,11 +221,6 @@ static void exec_auth(struct conn *c, const struct request *r)
 	}
 }
 
-static bool is_word(struct cache_key k, const char *w)
-{
-	return k.n == strlen(w) && !memcmp(k.p, w, k.n);
-}
-
 static void exec_stats(struct conn *c, const struct request *r)
 {
 	struct server *srv = c->w->srv;
@@ -247,6 +247,75 @@ static void exec_stats(struct conn *c, const struct request *r)
 	}
 	sink = REPLY(c)->stats_begin(c, r);
 	REPLY(c)->stats_end(c, r, stats_emit(srv, &q, sink));
+}
+
+struct metadump_ctx {
+	struct conn *c;
+	const struct request *r;
+};
+
+static void metadump_item(const struct item *it, void *arg)
+{
+	struct metadump_ctx *m = arg;
+	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
+	const struct proto_metadump_item mi = {
+		.key = item_key(it),
+		.nkey = it->nkey,
+		.exp = exp ? (int64_t)exp : -1,
+		.la = 0, /* not kept: docs/stats.md */
+		.cas = it->cas,
+		.fetched =
+			atomic_load_explicit(&it->usage, memory_order_relaxed) &
+			ITEM_FETCHED,
+		.cls = 1,
+		.size = ITEM_HEADER_BYTES + it->nkey + it->nbytes + 2,
+	};
+	char line[PROTO_METADUMP_LINE_MAX];
+
+	REPLY(m->c)->dump_line(m->c, m->r, line,
+			       proto_text_metadump_line(line, &mi));
+}
+
+/* Whether a metadump's class list ("all", "hash", "1,3") takes class 1,
+ * rhkvd's only one (stats.c). */
+static bool metadump_wants_items(struct cache_key a)
+{
+	if (is_word(a, "all") || is_word(a, "hash"))
+		return true;
+	for (size_t i = 0; i < a.n;) {
+		size_t j = i;
+
+		while (j < a.n && a.p[j] != ',')
+			j++;
+		if (j - i == 1 && a.p[i] == '1')
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+/*
+ * lru_crawler metadump: one line per live item, the whole table in hash
+ * order (memcached walks its LRUs in the background; rhkvd writes the
+ * lines on the worker, between requests of this connection only).
+ * lru_crawler crawl: asks the expiry sweep for a pass now.
+ */
+static void exec_lru_crawler(struct conn *c, const struct request *r)
+{
+	struct metadump_ctx m = { c, r };
+	uint64_t cursor = 0;
+
+	if (is_word(r->arg, "crawl")) {
+		cache_crawl(c->w->srv->cache);
+		REPLY(c)->status(c, r, REPLY_OK, NULL);
+		return;
+	}
+	if (metadump_wants_items(r->args))
+		do
+			cursor = cache_scan(c->w->srv->cache, cursor, 256,
+					    metadump_item, &m);
+		while (cursor && !c->broken);
+	REPLY(c)->dump_end(c, r);
 }
 
 static void exec_flush_all(struct conn *c, const struct request *r)
@@ -312,6 +381,7 @@ static const struct {
 	[REQ_CACHE_MEMLIMIT] = { exec_memlimit, LAT_other },
 	[REQ_AUTH] = { exec_auth, LAT_other },
 	[REQ_NOOP] = { exec_noop, LAT_other },
+	[REQ_LRU_CRAWLER] = { exec_lru_crawler, LAT_scan },
 };
 
 void cmd_execute(struct conn *c, const struct request *r)

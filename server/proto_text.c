@@ -35,6 +35,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_SCAN] = REQ_SCAN,
 	[PROTO_CMD_CACHE_MEMLIMIT] = REQ_CACHE_MEMLIMIT,
 	[PROTO_CMD_AUTH] = REQ_AUTH,
+	[PROTO_CMD_LRU_CRAWLER] = REQ_LRU_CRAWLER,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)
@@ -255,6 +256,19 @@ static void stats_end(struct conn *c, const struct request *r, bool ok)
 	add_str(c, ok ? "END\r\n" : "ERROR\r\n");
 }
 
+static void dump_line(struct conn *c, const struct request *r, const char *line,
+		      size_t n)
+{
+	(void)r;
+	conn_add(c, line, n);
+}
+
+static void dump_end(struct conn *c, const struct request *r)
+{
+	(void)r;
+	conn_add(c, "END\r\n", 5);
+}
+
 const struct protocol protocol_text = {
 	.name = "text",
 	.decode = decode,
@@ -271,5 +285,7 @@ const struct protocol protocol_text = {
 		.keys_end = keys_end,
 		.stats_begin = stats_begin,
 		.stats_end = stats_end,
+		.dump_line = dump_line,
+		.dump_end = dump_end,
 	},
 };

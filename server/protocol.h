@@ -41,6 +41,7 @@ enum decode_status {
  *   values_begin, (value | miss)*, values_end     (gets)
  *   key*, keys_end                                 (scan)
  *   stats_begin, entries into the sink, stats_end  (stats)
+ *   dump_line*, dump_end                           (lru_crawler metadump)
  */
 struct reply_ops {
 	/* msg, when not NULL, replaces the status's own text. */
@@ -63,6 +64,11 @@ struct reply_ops {
 	const struct stats_sink *(*stats_begin)(struct conn *c,
 						const struct request *r);
 	void (*stats_end)(struct conn *c, const struct request *r, bool ok);
+	/* A line of a dump, its line end included; then the end marker.
+	 * NULL in the binary protocol, which has no request that dumps. */
+	void (*dump_line)(struct conn *c, const struct request *r,
+			  const char *line, size_t n);
+	void (*dump_end)(struct conn *c, const struct request *r);
 };
 
 struct protocol {

@@ -42,7 +42,8 @@ enum req_cmd {
 	REQ_CACHE_MEMLIMIT,
 	REQ_AUTH,
 	REQ_NOOP,
-	REQ_NCMDS /* how many */
+	REQ_LRU_CRAWLER, /* text only: metadump, crawl */
+	REQ_NCMDS	 /* how many */
 };
 
 /*
