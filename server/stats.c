@@ -346,9 +346,6 @@ static void stats_slabs(struct server *srv, const struct stats_sink *k)
 			  "Allocated and unused: none (0)", 0);
 		put_class(k, STATS_GAUGE, "", "free_chunks_end",
 			  "Allocated and unused: none (0)", 0);
-		put_class(k, STATS_GAUGE, "", "mem_requested",
-			  "Bytes the items hold: header, key and value",
-			  cs.item_data);
 		put_class(k, STATS_COUNTER, "", "get_hits",
 			  "Keys requested and found", s.get_hits);
 		put_class(k, STATS_COUNTER, "", "cmd_set", "Storage commands",
