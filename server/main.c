@@ -208,6 +208,7 @@ int main(int argc, char **argv)
 	stop(&srv);
 	cache_destroy(srv.cache);
 	event_base_free(srv.base);
+	stats_detail_free(&srv);
 	pthread_mutex_destroy(&srv.stats_lock);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();

@@ -118,7 +118,8 @@ void stats_detail_record(struct server *srv, const char *key, size_t n,
 	const char *delim = n ? memchr(key, DETAIL_DELIM, n) : NULL;
 	struct detail_prefix *e;
 
-	if (!d || !delim)
+	if (!d || !delim ||
+	    !atomic_load_explicit(&srv->detail_on, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&d->lock);
 	e = prefix_find(d, key, (size_t)(delim - key));

@@ -15,6 +15,7 @@ void socketless_start(struct server *srv, struct worker *w)
 	cr_assert_not_null(srv->cache);
 	pthread_mutex_init(&srv->stats_lock, NULL);
 	srv->started = cache_now();
+	pthread_mutex_init(&w->lock, NULL);
 	w->srv = srv;
 	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
 	cr_assert_not_null(w->lat);
@@ -29,6 +30,8 @@ void socketless_stop(struct server *srv, struct worker *w)
 	cache_thread_flush(srv->cache);
 	cache_destroy(srv->cache);
 	free(w->lat);
+	stats_detail_free(srv);
+	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&srv->stats_lock);
 	rhkv_rcu_unregister_thread();
 }

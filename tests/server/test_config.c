@@ -245,7 +245,21 @@ Test(config, stats_settings)
 				 "metrics_listen=127.0.0.2\n"
 				 "verbosity=2\n"
 				 "auth=no\n"
-				 "cas_enabled=yes\n");
+				 "auth_enabled_ascii=no\n"
+				 "auth_enabled_sasl=no\n"
+				 "cas_enabled=yes\n"
+				 "evictions=on\n"
+				 "maxconns_fast=yes\n"
+				 "binding_protocol=auto-negotiate\n"
+				 "flush_enabled=yes\n"
+				 "dump_enabled=yes\n"
+				 "shutdown_command=no\n"
+				 "hash_algorithm=siphash13\n"
+				 "lru_crawler=yes\n"
+				 "lru_segmented=no\n"
+				 "temp_lru=no\n"
+				 "track_sizes=no\n"
+				 "ssl_enabled=no\n");
 }
 
 Test(config, log_level_of_a_verbosity)

@@ -48,12 +48,19 @@ static void record(void *arg, const struct stats_entry *e)
 	s->n++;
 }
 
-static bool emit(const char *group, struct seen *s)
+static bool emit_args(const char *group, const char *args, struct seen *s)
 {
 	const struct stats_sink sink = { record, s };
+	const struct stats_query q = { group, strlen(group), args, strlen(args),
+				       NULL };
 
 	s->n = 0;
-	return stats_emit(&srv, group, strlen(group), &sink);
+	return stats_emit(&srv, &q, &sink);
+}
+
+static bool emit(const char *group, struct seen *s)
+{
+	return emit_args(group, "", s);
 }
 
 static int times_seen(const struct seen *s, const char *name)
@@ -101,10 +108,16 @@ Test(stats, general_group_emits_every_thread_counter_once)
 
 Test(stats, every_entry_has_one_name_and_a_help_line)
 {
-	static const char *const groups[] = { "", "settings", "table", "memory",
-					      "latency" };
+	static const char *const groups[] = { "",	"settings", "table",
+					      "memory", "latency",  "items",
+					      "slabs",	"sizes" };
+	struct cache_key k = { "k", 1 };
 	struct seen s;
 
+	/* An item, so that `stats items` has some. */
+	cr_assert_eq(
+		cache_store(srv.cache, 0, CACHE_SET, k, 0, 0, "v", 1, 0, NULL),
+		CACHE_STORED);
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		cr_assert(emit(groups[g], &s), "group \"%s\"", groups[g]);
 		cr_assert_gt(s.n, 0, "group \"%s\"", groups[g]);
@@ -147,4 +160,142 @@ Test(stats, values_as_the_text_protocol_shows_them)
 	e.kind = STATS_TEXT;
 	e.s = "some words";
 	cr_assert_eq(stats_entry_value(&e, buf), e.s);
+}
+
+/* The lines of a group that has them (cachedump, detail dump). */
+struct lines {
+	int n;
+	char line[8][128];
+	char name[8][64];
+};
+
+static void record_line(void *arg, const struct stats_entry *e)
+{
+	struct lines *l = arg;
+
+	cr_assert_lt(l->n, 8);
+	cr_assert_not_null(e->line, "%s has no line", e->name);
+	snprintf(l->line[l->n], sizeof(l->line[0]), "%s", e->line);
+	snprintf(l->name[l->n], sizeof(l->name[0]), "%s", e->name);
+	l->n++;
+}
+
+static int dump(const char *group, const char *args, struct lines *l)
+{
+	const struct stats_sink sink = { record_line, l };
+	const struct stats_query q = { group, strlen(group), args, strlen(args),
+				       NULL };
+
+	l->n = 0;
+	cr_assert_null(stats_args_error(&q), "%s %s", group, args);
+	cr_assert(stats_emit(&srv, &q, &sink));
+	return l->n;
+}
+
+Test(stats, args_are_checked_as_memcached_does)
+{
+	static const struct {
+		const char *group, *args, *error;
+	} cases[] = {
+		{ "detail", "", "usage: stats detail on|off|dump" },
+		{ "detail", "x", "usage: stats detail on|off|dump" },
+		{ "detail", "dump", NULL },
+		{ "cachedump", "", "bad command line" },
+		{ "cachedump", "1", "bad command line" },
+		{ "cachedump", "1 x", "bad command line" },
+		{ "cachedump", "-1 0", "bad command line" },
+		{ "cachedump", "1 0", NULL },
+		{ "cachedump", "7 10", NULL },
+		{ "items", "whatever", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct stats_query q = { cases[i].group,
+					       strlen(cases[i].group),
+					       cases[i].args,
+					       strlen(cases[i].args), NULL };
+		const char *e = stats_args_error(&q);
+
+		if (cases[i].error)
+			cr_expect_str_eq(e ? e : "(none)", cases[i].error,
+					 "%s %s", cases[i].group,
+					 cases[i].args);
+		else
+			cr_expect_null(e, "%s %s: %s", cases[i].group,
+				       cases[i].args, e);
+	}
+}
+
+static void store(const char *k, const char *v, int64_t exptime)
+{
+	struct cache_key key = { k, strlen(k) };
+
+	cr_assert_eq(cache_store(srv.cache, 0, CACHE_SET, key, 0, exptime, v,
+				 (uint32_t)strlen(v), 0, NULL),
+		     CACHE_STORED);
+}
+
+Test(stats, cachedump_lists_live_items_up_to_the_limit)
+{
+	struct lines l;
+
+	cr_assert_eq(dump("cachedump", "1 0", &l), 0);
+	store("a", "xyz", 0);
+	store("b", "", 2000000000);
+	cr_assert_eq(dump("cachedump", "1 0", &l), 2);
+	for (int i = 0; i < 2; i++)
+		cr_assert(!strcmp(l.line[i], "ITEM a [3 b; 0 s]") ||
+				  !strcmp(l.line[i],
+					  "ITEM b [0 b; 2000000000 s]"),
+			  "%s", l.line[i]);
+	cr_assert_eq(dump("cachedump", "1 1", &l), 1);
+	cr_assert_eq(dump("cachedump", "2 0", &l), 0);
+}
+
+Test(stats, detail_counts_per_prefix_only_while_on)
+{
+	struct lines l;
+
+	cr_assert_eq(dump("detail", "dump", &l), 0);
+	stats_detail_record(&srv, "a:1", 3, DETAIL_GET, true);
+	cr_assert_eq(dump("detail", "dump", &l), 0, "off: not counted");
+	stats_detail_enable(&srv, true);
+	stats_detail_record(&srv, "a:1", 3, DETAIL_GET, true);
+	stats_detail_record(&srv, "a:2", 3, DETAIL_GET, false);
+	stats_detail_record(&srv, "a:", 2, DETAIL_SET, false);
+	stats_detail_record(&srv, "b::c", 4, DETAIL_DEL, false);
+	stats_detail_record(&srv, "nodelim", 7, DETAIL_SET, false);
+	stats_detail_record(&srv, ":x", 2, DETAIL_SET, false);
+	cr_assert_eq(dump("detail", "dump", &l), 3);
+	cr_assert_str_eq(l.line[0], "PREFIX a get 2 hit 1 set 1 del 0");
+	cr_assert_str_eq(l.name[0], "a");
+	cr_assert_str_eq(l.line[1], "PREFIX b get 0 hit 0 set 0 del 1");
+	cr_assert_str_eq(l.line[2], "PREFIX  get 0 hit 0 set 1 del 0");
+	stats_detail_enable(&srv, false);
+	stats_detail_record(&srv, "a:1", 3, DETAIL_GET, true);
+	cr_assert_eq(dump("detail", "dump", &l), 3);
+	cr_assert_str_eq(l.line[0], "PREFIX a get 2 hit 1 set 1 del 0");
+}
+
+static void count_entry(void *arg, const struct stats_entry *e)
+{
+	(void)e;
+	(*(int *)arg)++;
+}
+
+Test(stats, detail_is_bounded)
+{
+	int n = 0;
+	const struct stats_query q = { "detail", 6, "dump", 4, NULL };
+	const struct stats_sink sink = { count_entry, &n };
+	char key[32];
+
+	stats_detail_enable(&srv, true);
+	for (int i = 0; i < 5000; i++) {
+		int n = snprintf(key, sizeof(key), "p%d:k", i);
+
+		stats_detail_record(&srv, key, (size_t)n, DETAIL_SET, false);
+	}
+	cr_assert(stats_emit(&srv, &q, &sink));
+	cr_assert_eq(n, 1024, "%d prefixes kept", n);
 }
