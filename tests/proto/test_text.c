@@ -727,3 +727,82 @@ Test(text_misc, value_header)
 					     false, 0),
 		     0);
 }
+
+Test(text_misc, lru_crawler)
+{
+	static const char dump[] = "lru_crawler  metadump all\r\n";
+	static const char crawl[] = "lru_crawler crawl 1,2\n";
+	static const char *const errors[] = {
+		"lru_crawler\r\n",
+		"lru_crawler metadump\r\n",
+		"lru_crawler metadump all x\r\n",
+		"lru_crawler enable\r\n",
+		"lru_crawler bogus all\r\n",
+	};
+	struct proto_req req;
+
+	cr_assert_eq(PARSE(dump, &req), PROTO_OK);
+	cr_expect_eq(req.cmd, PROTO_CMD_LRU_CRAWLER);
+	cr_expect_eq(req.len, sizeof(dump) - 1);
+	cr_expect(span_eq(dump, req.arg, "metadump"));
+	cr_expect(span_eq(dump, req.args, "all"));
+	cr_assert_eq(PARSE(crawl, &req), PROTO_OK);
+	cr_expect(span_eq(crawl, req.arg, "crawl"));
+	cr_expect(span_eq(crawl, req.args, "1,2"));
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		cr_expect_eq(proto_text_parse(errors[i], strlen(errors[i]),
+					      &test_lim, &req),
+			     PROTO_ERROR, "%s", errors[i]);
+}
+
+Test(text_misc, uri_encode)
+{
+	char out[3 * 256 + 1];
+	char all[256];
+	size_t n;
+
+	n = proto_text_uri_encode(out, "aZ09-._~", 8);
+	cr_expect_eq(n, 8);
+	cr_expect_eq(memcmp(out, "aZ09-._~", 8), 0);
+	n = proto_text_uri_encode(out, "a:b %/\xff", 7);
+	out[n] = '\0';
+	cr_expect_str_eq(out, "a%3Ab%20%25%2F%FF");
+	for (int i = 0; i < 256; i++)
+		all[i] = (char)i;
+	n = proto_text_uri_encode(out, all, 256);
+	cr_expect_eq(n, 66 + 3 * 190, "%zu", n);
+}
+
+Test(text_misc, metadump_line)
+{
+	char key[PROTO_KEY_MAX];
+	char line[PROTO_METADUMP_LINE_MAX + 1];
+	struct proto_metadump_item it = { .key = "a:b",
+					  .nkey = 3,
+					  .exp = -1,
+					  .la = 1700000000,
+					  .cas = 42,
+					  .fetched = true,
+					  .cls = 1,
+					  .size = 58 };
+	size_t n = proto_text_metadump_line(line, &it);
+
+	line[n] = '\0';
+	cr_expect_str_eq(line, "key=a%3Ab exp=-1 la=1700000000 cas=42 "
+			       "fetch=yes cls=1 size=58\n");
+	/* The longest: every key byte encoded, every number at its widest. */
+	memset(key, '%', sizeof(key));
+	it = (struct proto_metadump_item){ .key = key,
+					   .nkey = sizeof(key),
+					   .exp = INT64_MIN,
+					   .la = INT64_MIN,
+					   .cas = UINT64_MAX,
+					   .cls = UINT32_MAX,
+					   .size = UINT64_MAX };
+	n = proto_text_metadump_line(line, &it);
+	cr_expect_leq(n, PROTO_METADUMP_LINE_MAX);
+	line[n] = '\0';
+	cr_expect(strstr(line, " exp=-9223372036854775808 ") != NULL, "%s",
+		  line);
+	cr_expect(strstr(line, " fetch=no ") != NULL);
+}
