@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real clients against the server under test: memccapable -a (libmemcached's
-# ASCII conformance checker), memccp/memccat/memcstat, and pymemcache under
+# ASCII conformance checker), memccp/memccat/memcstat/memcdump, and pymemcache under
 # Debian's /usr/bin/python3 (the python3 on PATH lacks Debian's packages).
 # Starts its own server on a free 127.0.0.1 port, stops it by PID on exit.
 set -euo pipefail
@@ -8,7 +8,7 @@ set -euo pipefail
 server=${RHKV_TEST_SERVER:-${RHKV_TEST_SERVER_DEFAULT:-memcached}}
 py=/usr/bin/python3
 
-for tool in memccapable memccp memccat memcstat; do
+for tool in memccapable memccp memccat memcstat memcdump; do
 	if ! command -v "$tool" >/dev/null; then
 		echo "SKIP: $tool missing (apt-get install libmemcached-tools)"
 		exit 77
@@ -119,6 +119,27 @@ grep -q "^Server: 127.0.0.1 ($port)" <<<"$stat_out"
 grep -q "pid: $pid\$" <<<"$stat_out"
 ver_out=$(memcstat "$servers" --server-version 2>&1)
 grep -q "^127.0.0.1:$port " <<<"$ver_out"
+# stats items: the three files memccp stored are small: class 1.
+items_out=$(memcstat "$servers" --args=items)
+echo "$items_out" | head -n 3
+grep -q "^Server: 127.0.0.1 ($port)" <<<"$items_out"
+grep -Eq '^[[:space:]]*items:1:number: [1-9]' <<<"$items_out"
+grep -q 'items:1:evicted: 0$' <<<"$items_out"
+
+echo "== memcdump"
+# stats items, then stats cachedump per class. memcached 1.6 lists only
+# its cold LRU there, so it may list fewer; rhkvd lists every live key
+# (memccapable's and memccp's).
+dump_out=$(memcdump "$servers" | sort)
+echo "$dump_out" | head -n 3
+[ -z "$(uniq -d <<<"$dump_out")" ]
+if [ "$server" != memcached ]; then
+	for f in text.txt binary.bin empty.txt; do
+		grep -qx "$f" <<<"$dump_out"
+	done
+	curr=$(memcstat "$servers" | sed -n 's/^[[:space:]]*curr_items: //p')
+	[ "$(wc -l <<<"$dump_out")" -eq "$curr" ]
+fi
 
 echo "== pymemcache"
 "$py" - "$port" <<'EOF'
