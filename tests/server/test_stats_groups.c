@@ -9,6 +9,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,4 +474,73 @@ Test(stats_groups, metadump)
 	SEND(c, "lru_crawler metadump 9\r\n");
 	EXPECT(c, "END\r\n");
 	RT(c, "lru_crawler crawl all\r\n", "OK\r\n");
+}
+
+struct churn {
+	int port;
+	_Atomic bool stop;
+	_Atomic int rounds;
+};
+
+/* Connections opened, used and closed over and over, on every worker. */
+static void *churn_main(void *arg)
+{
+	struct churn *ch = arg;
+	char line[256];
+
+	while (!ch->stop) {
+		struct hconn *h = hc_open(ch->port);
+
+		if (!h)
+			continue;
+		int r = atomic_fetch_add(&ch->rounds, 1);
+
+		if (hc_sendf(h, "set p%d:k 0 0 1\r\nx\r\nget p%d:k\r\n", r % 7,
+			     r % 7) == 0)
+			while (hc_line(h, line, sizeof(line), H_TIMEOUT_MS) >
+				       0 &&
+			       strcmp(line, "END\r\n"))
+				;
+		hc_close(&h);
+	}
+	return NULL;
+}
+
+/* `stats conns` and `stats detail` while other workers' connections come
+ * and go and count: race-free (run against a TSan build of rhkvd). */
+Test(stats_groups, conns_and_detail_under_churn)
+{
+	struct churn ch = { 0 };
+	pthread_t t[2];
+	struct hstats s;
+	char line[512];
+	long long end;
+
+	start();
+	ch.port = srv.port;
+	RT(c, "stats detail on\r\n", "OK\r\n");
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, churn_main, &ch), 0);
+	end = h_now_ms() + 1500;
+	while (h_now_ms() < end) {
+		SEND(c, "stats conns\r\n");
+		do
+			cr_assert_gt(
+				hc_line(c, line, sizeof(line), H_TIMEOUT_MS),
+				0);
+		while (strcmp(line, "END\r\n"));
+		SEND(c, "stats detail dump\r\n");
+		do
+			cr_assert_gt(
+				hc_line(c, line, sizeof(line), H_TIMEOUT_MS),
+				0);
+		while (strcmp(line, "END\r\n"));
+	}
+	ch.stop = true;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	cr_expect_gt(ch.rounds, 0);
+	read_stats("", &s);
+	cr_expect_geq(stat_u(&s, "total_connections"),
+		      (unsigned long long)atomic_load(&ch.rounds) - 2);
 }
