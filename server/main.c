@@ -67,6 +67,7 @@ static int listen_tcp(struct server *srv, const char *addr)
 		log_error("cannot listen on %s: %s", spec, strerror(errno));
 		return -1;
 	}
+	srv->listen_fd[srv->nlisten_fd++] = evconnlistener_get_fd(l);
 	srv->listeners[srv->nlisteners++] = l;
 	log_info("listening on %s", spec);
 	return 0;
@@ -94,6 +95,7 @@ static int listen_unix(struct server *srv, const char *path)
 		log_error("cannot listen on %s: %s", path, strerror(errno));
 		return -1;
 	}
+	srv->listen_fd[srv->nlisten_fd++] = evconnlistener_get_fd(l);
 	srv->listeners[srv->nlisteners++] = l;
 	log_info("listening on unix socket %s", path);
 	return 0;

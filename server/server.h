@@ -53,6 +53,10 @@ struct server {
 	struct event_base *base; /* listeners and signals */
 	struct evconnlistener *listeners[CONFIG_MAX_LISTEN + 1];
 	int nlisteners;
+	/* Their fds, for `stats conns` on any thread: set before the workers
+	 * start and never changed (stop() frees the listeners, not these). */
+	int listen_fd[CONFIG_MAX_LISTEN + 1];
+	int nlisten_fd;
 	struct event *sigterm, *sigint;
 	int64_t started;
 	_Atomic int curr_conns;

@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -191,7 +190,7 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	      "Connection structures allocated: open client connections and "
 	      "listening sockets",
 	      (uint64_t)atomic_load(&srv->curr_conns) +
-		      (uint64_t)srv->nlisteners);
+		      (uint64_t)srv->nlisten_fd);
 	put_u(k, STATS_COUNTER, "cmd_meta",
 	      "Meta commands (mg, ms, md, ...): rhkvd has none, so always 0",
 	      0);
@@ -458,8 +457,8 @@ static void stats_conns(struct server *srv, const struct stats_query *q,
 	int64_t now = cache_now();
 	char addr[160];
 
-	for (int i = 0; i < srv->nlisteners; i++) {
-		int fd = evconnlistener_get_fd(srv->listeners[i]);
+	for (int i = 0; i < srv->nlisten_fd; i++) {
+		int fd = srv->listen_fd[i];
 
 		if (sock_addr(fd, false, addr, sizeof(addr)))
 			put_conn_text(k, fd, "addr", help_addr, addr);
