@@ -148,6 +148,22 @@ static const char help_retired[] =
 static const char help_conn_bytes[] =
 	"Bytes of every client connection's input and output buffers";
 
+/* Entries the general stats and `stats items` or `stats slabs` show. */
+static const char help_requested[] =
+	"Bytes the items hold: header, key and value";
+static const char help_evictions[] =
+	"Live items removed to make room for new ones";
+static const char help_evicted_unfetched[] =
+	"Evicted items that were never read";
+static const char help_evicted_active[] = "Evicted items that had been read";
+static const char help_expired_unfetched[] =
+	"Expired items taken out that were never read";
+static const char help_sweep_reclaimed[] =
+	"Expired items the expiry sweep took out";
+static const char help_sweep_checked[] = "Items the expiry sweep looked at";
+static const char help_chunks[] = "Items: one chunk each";
+static const char help_none_free[] = "Allocated and unused: none (0)";
+
 void server_stats_each(struct server *srv, const struct stats_sink *k)
 {
 	int64_t now = cache_now();
@@ -220,18 +236,16 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	put_u(k, STATS_COUNTER, "lru_crawler_starts",
 	      "Passes of the expiry sweep over the whole table",
 	      cs.sweep_passes);
-	put_u(k, STATS_COUNTER, "crawler_reclaimed",
-	      "Expired items the expiry sweep took out", cs.sweep_reclaimed);
-	put_u(k, STATS_COUNTER, "crawler_items_checked",
-	      "Items the expiry sweep looked at", cs.sweep_checked);
-	put_u(k, STATS_COUNTER, "evictions",
-	      "Live items removed to make room for new ones", cs.evictions);
-	put_u(k, STATS_COUNTER, "evicted_unfetched",
-	      "Evicted items that were never read", cs.evicted_unfetched);
-	put_u(k, STATS_COUNTER, "evicted_active",
-	      "Evicted items that had been read", cs.evicted_active);
-	put_u(k, STATS_COUNTER, "expired_unfetched",
-	      "Expired items taken out that were never read",
+	put_u(k, STATS_COUNTER, "crawler_reclaimed", help_sweep_reclaimed,
+	      cs.sweep_reclaimed);
+	put_u(k, STATS_COUNTER, "crawler_items_checked", help_sweep_checked,
+	      cs.sweep_checked);
+	put_u(k, STATS_COUNTER, "evictions", help_evictions, cs.evictions);
+	put_u(k, STATS_COUNTER, "evicted_unfetched", help_evicted_unfetched,
+	      cs.evicted_unfetched);
+	put_u(k, STATS_COUNTER, "evicted_active", help_evicted_active,
+	      cs.evicted_active);
+	put_u(k, STATS_COUNTER, "expired_unfetched", help_expired_unfetched,
 	      cs.expired_unfetched);
 	put_u(k, STATS_COUNTER, "reclaimed",
 	      "Expired items taken out of the cache (by the sweep, a lookup "
@@ -272,18 +286,47 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
  */
 #define ITEM_CLASS 1
 
-static void put_class(const struct stats_sink *k, enum stats_kind kind,
-		      const char *prefix, const char *name, const char *help,
-		      uint64_t v)
+/* One entry of class ITEM_CLASS: "<prefix>1:<name>". */
+struct class_stat {
+	const char *name;
+	enum stats_kind kind;
+	uint64_t v;
+	const char *help;
+};
+
+static void put_class(const struct stats_sink *k, const char *prefix,
+		      const struct class_stat *a, size_t n)
 {
 	char full[64];
 
-	snprintf(full, sizeof(full), "%s%d:%s", prefix, ITEM_CLASS, name);
-	put_u(k, kind, full, help, v);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(full, sizeof(full), "%s%d:%s", prefix, ITEM_CLASS,
+			 a[i].name);
+		put_u(k, a[i].kind, full, a[i].help, a[i].v);
+	}
 }
 
-static void stats_items(struct server *srv, const struct stats_sink *k)
+/* The value and help of the general counter h->name. */
+static void sum_lookup(const struct stats_sum *s, struct class_stat *h)
 {
+#define STATS_FIND(n, type, help_text) \
+	if (!strcmp(h->name, #n)) {    \
+		h->v = s->n;           \
+		h->help = help_text;   \
+	}
+	THREAD_STATS(STATS_FIND)
+#undef STATS_FIND
+}
+
+/* The entries of class ITEM_CLASS: `stats slabs`' (slabs) or `stats
+ * items`'; none when the cache is empty. */
+static void put_item_class(struct server *srv, const struct stats_sink *k,
+			   bool slabs)
+{
+	static const char *const hits[] = {
+		"get_hits",  "cmd_set",	 "delete_hits", "incr_hits",
+		"decr_hits", "cas_hits", "cas_badval",	"touch_hits",
+	};
 	struct cache_stats cs;
 	struct stats_sum s;
 
@@ -291,78 +334,85 @@ static void stats_items(struct server *srv, const struct stats_sink *k)
 	if (!cs.curr_items)
 		return;
 	server_sum_stats(srv, &s);
-	put_class(k, STATS_GAUGE, "items:", "number", help_items,
-		  cs.curr_items);
-	put_class(k, STATS_GAUGE, "items:", "mem_requested",
-		  "Bytes the items hold: header, key and value", cs.item_data);
-	put_class(k, STATS_COUNTER, "items:", "evicted",
-		  "Live items removed to make room for new ones", cs.evictions);
-	put_class(k, STATS_COUNTER, "items:", "evicted_nonzero",
-		  "Evicted items that had an expiry time", cs.evicted_nonzero);
-	put_class(k, STATS_COUNTER, "items:", "outofmemory",
-		  "Storage commands refused: the item could not fit",
-		  s.store_no_memory);
-	put_class(k, STATS_COUNTER, "items:", "tailrepairs",
-		  "Items freed while still referenced: never in rhkvd (0)", 0);
-	put_class(k, STATS_COUNTER, "items:", "reclaimed",
-		  "Expired items taken out of the cache", cs.reclaimed);
-	put_class(k, STATS_COUNTER, "items:", "expired_unfetched",
-		  "Expired items taken out that were never read",
-		  cs.expired_unfetched);
-	put_class(k, STATS_COUNTER, "items:", "evicted_unfetched",
-		  "Evicted items that were never read", cs.evicted_unfetched);
-	put_class(k, STATS_COUNTER, "items:", "evicted_active",
-		  "Evicted items that had been read", cs.evicted_active);
-	put_class(k, STATS_COUNTER, "items:", "crawler_reclaimed",
-		  "Expired items the expiry sweep took out",
-		  cs.sweep_reclaimed);
-	put_class(k, STATS_COUNTER, "items:", "crawler_items_checked",
-		  "Items the expiry sweep looked at", cs.sweep_checked);
+	/* Which group each is in: 'i' items, 's' slabs. */
+	const struct {
+		char group;
+		struct class_stat e;
+	} all[] = {
+		{ 'i', { "number", STATS_GAUGE, cs.curr_items, help_items } },
+		{ 'i',
+		  { "mem_requested", STATS_GAUGE, cs.item_data,
+		    help_requested } },
+		{ 'i',
+		  { "evicted", STATS_COUNTER, cs.evictions, help_evictions } },
+		{ 'i',
+		  { "evicted_nonzero", STATS_COUNTER, cs.evicted_nonzero,
+		    "Evicted items that had an expiry time" } },
+		{ 'i',
+		  { "outofmemory", STATS_COUNTER, s.store_no_memory,
+		    "Storage commands refused: the item could not fit" } },
+		{ 'i',
+		  { "tailrepairs", STATS_COUNTER, 0,
+		    "Items freed while still referenced: never in rhkvd "
+		    "(0)" } },
+		{ 'i',
+		  { "reclaimed", STATS_COUNTER, cs.reclaimed,
+		    "Expired items taken out of the cache" } },
+		{ 'i',
+		  { "expired_unfetched", STATS_COUNTER, cs.expired_unfetched,
+		    help_expired_unfetched } },
+		{ 'i',
+		  { "evicted_unfetched", STATS_COUNTER, cs.evicted_unfetched,
+		    help_evicted_unfetched } },
+		{ 'i',
+		  { "evicted_active", STATS_COUNTER, cs.evicted_active,
+		    help_evicted_active } },
+		{ 'i',
+		  { "crawler_reclaimed", STATS_COUNTER, cs.sweep_reclaimed,
+		    help_sweep_reclaimed } },
+		{ 'i',
+		  { "crawler_items_checked", STATS_COUNTER, cs.sweep_checked,
+		    help_sweep_checked } },
+		{ 's',
+		  { "chunk_size", STATS_GAUGE, cs.bytes / cs.curr_items,
+		    "Mean bytes of an item, as allocated" } },
+		{ 's',
+		  { "chunks_per_page", STATS_GAUGE, 1,
+		    "Items per allocation: 1 (each is malloc'd)" } },
+		{ 's',
+		  { "total_pages", STATS_GAUGE, cs.curr_items,
+		    "Allocations holding items: one per item" } },
+		{ 's',
+		  { "total_chunks", STATS_GAUGE, cs.curr_items, help_chunks } },
+		{ 's',
+		  { "used_chunks", STATS_GAUGE, cs.curr_items, help_chunks } },
+		{ 's', { "free_chunks", STATS_GAUGE, 0, help_none_free } },
+		{ 's', { "free_chunks_end", STATS_GAUGE, 0, help_none_free } },
+	};
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i].group == (slabs ? 's' : 'i'))
+			put_class(k, slabs ? "" : "items:", &all[i].e, 1);
+	/* Per class, the server's totals (every hit is in class 1). */
+	for (size_t i = 0; slabs && i < sizeof(hits) / sizeof(hits[0]); i++) {
+		struct class_stat h = { hits[i], STATS_COUNTER, 0, NULL };
+
+		sum_lookup(&s, &h);
+		put_class(k, "", &h, 1);
+	}
+}
+
+static void stats_items(struct server *srv, const struct stats_sink *k)
+{
+	put_item_class(srv, k, false);
 }
 
 static void stats_slabs(struct server *srv, const struct stats_sink *k)
 {
-	static const char help_chunks[] = "Items: one chunk each";
 	struct cache_stats cs;
-	struct stats_sum s;
 
+	put_item_class(srv, k, true);
 	cache_get_stats(srv->cache, &cs, false);
-	server_sum_stats(srv, &s);
-	if (cs.curr_items) {
-		put_class(k, STATS_GAUGE, "", "chunk_size",
-			  "Mean bytes of an item, as allocated",
-			  cs.bytes / cs.curr_items);
-		put_class(k, STATS_GAUGE, "", "chunks_per_page",
-			  "Items per allocation: 1 (each is malloc'd)", 1);
-		put_class(k, STATS_GAUGE, "", "total_pages",
-			  "Allocations holding items: one per item",
-			  cs.curr_items);
-		put_class(k, STATS_GAUGE, "", "total_chunks", help_chunks,
-			  cs.curr_items);
-		put_class(k, STATS_GAUGE, "", "used_chunks", help_chunks,
-			  cs.curr_items);
-		put_class(k, STATS_GAUGE, "", "free_chunks",
-			  "Allocated and unused: none (0)", 0);
-		put_class(k, STATS_GAUGE, "", "free_chunks_end",
-			  "Allocated and unused: none (0)", 0);
-		put_class(k, STATS_COUNTER, "", "get_hits",
-			  "Keys requested and found", s.get_hits);
-		put_class(k, STATS_COUNTER, "", "cmd_set", "Storage commands",
-			  s.cmd_set);
-		put_class(k, STATS_COUNTER, "", "delete_hits",
-			  "Deletes of a key that was there", s.delete_hits);
-		put_class(k, STATS_COUNTER, "", "incr_hits",
-			  "Increments of a key that was there", s.incr_hits);
-		put_class(k, STATS_COUNTER, "", "decr_hits",
-			  "Decrements of a key that was there", s.decr_hits);
-		put_class(k, STATS_COUNTER, "", "cas_hits",
-			  "cas commands that stored", s.cas_hits);
-		put_class(k, STATS_COUNTER, "", "cas_badval",
-			  "cas commands refused: the item had changed",
-			  s.cas_badval);
-		put_class(k, STATS_COUNTER, "", "touch_hits",
-			  "Keys touched that were there", s.touch_hits);
-	}
 	put_u(k, STATS_GAUGE, "active_slabs",
 	      "Classes holding items: 1, or 0 when the cache is empty",
 	      cs.curr_items ? 1 : 0);

@@ -353,30 +353,47 @@ Test(stats_groups, conns)
 	cr_assert_fail("no listening socket");
 }
 
+/* Each request, then the reply it must get, in order. */
+static void exchange(const char *const (*rt)[2], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		SEND_N(c, rt[i][0], strlen(rt[i][0]));
+		EXPECT_N(c, rt[i][1], strlen(rt[i][1]));
+	}
+}
+
 Test(stats_groups, detail)
 {
+	static const char usage[] =
+		"CLIENT_ERROR usage: stats detail on|off|dump\r\n";
+	static const char counted[] =
+		"PREFIX user get 2 hit 1 set 1 del 1\r\nEND\r\n";
+	static const char *const off[][2] = {
+		{ "stats detail dump\r\n", "END\r\n" },
+		{ "stats detail\r\n", usage },
+		{ "stats detail bogus\r\n", usage },
+		{ "stats detail on\r\n", "OK\r\n" },
+	};
+	/* Keys without a ':' are not counted. */
+	static const char *const on[][2] = {
+		{ "get user:1\r\n", "END\r\n" },
+		{ "set user:1 0 0 3\r\nabc\r\n", "STORED\r\n" },
+		{ "get user:1 nodelim\r\n",
+		  "VALUE user:1 0 3\r\nabc\r\nEND\r\n" },
+		{ "delete user:1\r\n", "DELETED\r\n" },
+		{ "set nodelim 0 0 1\r\nx\r\n", "STORED\r\n" },
+		{ "stats detail dump\r\n", counted },
+		{ "stats detail off\r\n", "OK\r\n" },
+		{ "get user:2\r\n", "END\r\n" },
+		{ "stats detail dump\r\n", counted },
+	};
 	struct hstats s;
 
 	start();
-	RT(c, "stats detail dump\r\n", "END\r\n");
-	RT(c, "stats detail\r\n",
-	   "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
-	RT(c, "stats detail bogus\r\n",
-	   "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
-	RT(c, "stats detail on\r\n", "OK\r\n");
+	exchange(off, sizeof(off) / sizeof(off[0]));
 	read_stats("settings", &s);
 	cr_expect_str_eq(hstats_get(&s, "detail_enabled"), "yes");
-	RT(c, "get user:1\r\n", "END\r\n");
-	set("user:1", "abc", 0);
-	RT(c, "get user:1 nodelim\r\n", "VALUE user:1 3 3\r\nabc\r\nEND\r\n");
-	RT(c, "delete user:1\r\n", "DELETED\r\n");
-	set("nodelim", "x", 0);
-	RT(c, "stats detail dump\r\n",
-	   "PREFIX user get 2 hit 1 set 1 del 1\r\nEND\r\n");
-	RT(c, "stats detail off\r\n", "OK\r\n");
-	RT(c, "get user:2\r\n", "END\r\n");
-	RT(c, "stats detail dump\r\n",
-	   "PREFIX user get 2 hit 1 set 1 del 1\r\nEND\r\n");
+	exchange(on, sizeof(on) / sizeof(on[0]));
 }
 
 Test(stats_groups, cachedump)
