@@ -427,6 +427,35 @@ static enum proto_status parse_lru_crawler(const struct line *l,
 	return PROTO_OK;
 }
 
+/* watch [fetchers|mutations|evictions]...: none means fetchers; any other
+ * word is ERROR. */
+static enum proto_status parse_watch(const struct line *l,
+				     struct proto_req *req)
+{
+	static const struct {
+		const char *word;
+		uint32_t bit;
+	} kinds[] = { { "fetchers", PROTO_WATCH_FETCHERS },
+		      { "mutations", PROTO_WATCH_MUTATIONS },
+		      { "evictions", PROTO_WATCH_EVICTIONS } };
+	struct proto_span tok;
+	uint32_t pos = l->tok[0].off + l->tok[0].len;
+
+	while (token_next(l->buf, &pos, l->end, &tok)) {
+		size_t i = 0;
+
+		while (i < sizeof(kinds) / sizeof(kinds[0]) &&
+		       !span_is(l->buf, tok, kinds[i].word))
+			i++;
+		if (i == sizeof(kinds) / sizeof(kinds[0]))
+			return PROTO_ERROR;
+		req->flags |= kinds[i].bit;
+	}
+	if (!req->flags)
+		req->flags = PROTO_WATCH_FETCHERS;
+	return PROTO_OK;
+}
+
 /* scan <cursor> [count <n>] [match <glob>]: options in any order, the last
  * of a repeated one wins. */
 static enum proto_status parse_scan(const struct line *l, struct proto_req *req)
@@ -489,6 +518,7 @@ static const struct {
 	{ "cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT },
 	{ "auth", PROTO_CMD_AUTH },
 	{ "lru_crawler", PROTO_CMD_LRU_CRAWLER },
+	{ "watch", PROTO_CMD_WATCH },
 };
 
 /*
@@ -556,6 +586,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_auth(l, req);
 	case PROTO_CMD_LRU_CRAWLER:
 		return parse_lru_crawler(l, req);
+	case PROTO_CMD_WATCH:
+		return parse_watch(l, req);
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;

@@ -47,7 +47,13 @@ enum proto_cmd {
 	PROTO_CMD_CACHE_MEMLIMIT,
 	PROTO_CMD_AUTH,
 	PROTO_CMD_LRU_CRAWLER,
+	PROTO_CMD_WATCH,
 };
+
+/* What `watch` streams (req->flags): memcached's words for them. */
+#define PROTO_WATCH_FETCHERS  1u /* item_get */
+#define PROTO_WATCH_MUTATIONS 2u /* item_store */
+#define PROTO_WATCH_EVICTIONS 4u /* eviction */
 
 enum proto_status {
 	/* A complete request; consume req->len bytes. */
@@ -99,7 +105,7 @@ struct proto_req {
 	 * by spaces; iterate with proto_text_next_key(). gat/gats may have
 	 * no key at all ("gat 0": key.len == 0, memcached replies "END"). */
 	uint32_t keys_end;
-	uint32_t flags;	       /* storage */
+	uint32_t flags;	       /* storage; watch: PROTO_WATCH_* */
 	int64_t exptime;       /* storage, touch, gat/gats (as sent) */
 	uint32_t nbytes;       /* storage: value length */
 	uint32_t value_off;    /* storage: value offset in the buffer */

@@ -209,6 +209,13 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 /* Sets exptime of a live item. Returns whether there was one. */
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);
 
+/* Calls fn(arg, item) for each live item evicted, from the evicting thread
+ * (under a queue shard's lock: fn must take no cache lock). Set it before
+ * other threads use the cache's eviction; NULL: none. */
+void cache_set_evict_hook(struct cache *c,
+			  void (*fn)(void *arg, const struct item *it),
+			  void *arg);
+
 /* Asks the expiry sweep for a pass over the table now (lru_crawler crawl). */
 void cache_crawl(struct cache *c);
 

@@ -75,7 +75,10 @@ struct cache {
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;
 	_Atomic unsigned long reclaim_waits;   /* grace periods waited for */
 	_Atomic unsigned long evicted_nonzero; /* evictions with an exptime */
-	_Atomic unsigned long malloc_fails;    /* items not allocated */
+	/* cache_set_evict_hook: arg is stored before fn (release). */
+	void (*_Atomic evict_hook)(void *arg, const struct item *it);
+	void *_Atomic evict_arg;
+	_Atomic unsigned long malloc_fails; /* items not allocated */
 	/* The sweep's own: items it looked at, dead ones it took out. */
 	_Atomic unsigned long sweep_checked, sweep_reclaimed;
 };

@@ -83,6 +83,14 @@ static bool flushed(struct cache *c, const struct item *it)
 	       atomic_load_explicit(&c->flush_snap[t], memory_order_acquire);
 }
 
+void cache_set_evict_hook(struct cache *c,
+			  void (*fn)(void *arg, const struct item *it),
+			  void *arg)
+{
+	atomic_store_explicit(&c->evict_arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&c->evict_hook, fn, memory_order_release);
+}
+
 void cache_crawl(struct cache *c)
 {
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);

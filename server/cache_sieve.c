@@ -111,6 +111,14 @@ static unsigned int queue_evict(struct cache *c, struct queue *q, int64_t want,
 			if (!(usage & ITEM_FETCHED))
 				cache__count(&c->expired_unfetched);
 		} else {
+			void (*hook)(void *, const struct item *) =
+				atomic_load_explicit(&c->evict_hook,
+						     memory_order_acquire);
+
+			if (hook)
+				hook(atomic_load_explicit(&c->evict_arg,
+							  memory_order_relaxed),
+				     it);
 			cache__count(&c->evictions);
 			if (atomic_load_explicit(&it->exptime,
 						 memory_order_relaxed))

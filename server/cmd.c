@@ -48,6 +48,7 @@ static void exec_get(struct conn *c, const struct request *r)
 	while (r->keys.next(r, &pos, &key)) {
 		struct item *it = NULL;
 		bool expired = false;
+		uint32_t nbytes = 0;
 
 		STAT_INC(st, cmd_get);
 		if (touch)
@@ -60,9 +61,12 @@ static void exec_get(struct conn *c, const struct request *r)
 					cache_item_set_exptime(cache, it,
 							       exptime);
 				ops->value(c, r, it);
+				nbytes = it->nbytes;
 			}
 			rhkv_rcu_read_unlock();
 		}
+		if (watch_wants(&c->w->srv->watch, PROTO_WATCH_FETCHERS))
+			watch_fetch(c, key.p, key.n, it != NULL, nbytes);
 		server_detail(c->w->srv, key, DETAIL_GET, it != NULL);
 		if (it) {
 			STAT_INC(st, get_hits);
@@ -84,8 +88,34 @@ static void exec_get(struct conn *c, const struct request *r)
 	ops->values_end(c, r);
 }
 
+/* `watch mutations`: a storage command's outcome. */
+static void watch_stored(struct conn *c, const struct request *r,
+			 const char *status)
+{
+	static const char *const cmds[] = {
+		[REQ_SET] = "set",	   [REQ_ADD] = "add",
+		[REQ_REPLACE] = "replace", [REQ_APPEND] = "append",
+		[REQ_PREPEND] = "prepend", [REQ_CAS] = "cas",
+	};
+	int64_t exp = cache_abs_exptime(r->exptime);
+
+	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS) ||
+	    r->cmd > REQ_CAS || r->cmd < REQ_SET)
+		return;
+	watch_store(c, r->key.p, r->key.n, status, cmds[r->cmd],
+		    exp ? exp - cache_now() : 0, r->nbytes);
+}
+
 static void exec_store(struct conn *c, const struct request *r)
 {
+	static const char *const watch_status[] = {
+		[CACHE_STORED] = "stored",
+		[CACHE_NOT_STORED] = "not_stored",
+		[CACHE_EXISTS] = "exists",
+		[CACHE_NOT_FOUND] = "not_found",
+		[CACHE_NO_MEMORY] = "no_memory",
+		[CACHE_NON_NUMERIC] = "not_stored",
+	};
 	static const enum cache_store_mode modes[] = {
 		[REQ_SET] = CACHE_SET,	       [REQ_ADD] = CACHE_ADD,
 		[REQ_REPLACE] = CACHE_REPLACE, [REQ_APPEND] = CACHE_APPEND,
@@ -100,6 +130,7 @@ static void exec_store(struct conn *c, const struct request *r)
 	res = cache_store(c->w->srv->cache, c->w->id, modes[r->cmd], r->key,
 			  r->flags, cache_abs_exptime(r->exptime), r->value,
 			  r->nbytes, r->cas, &cas);
+	watch_stored(c, r, watch_status[res]);
 	switch (res) {
 	case CACHE_STORED:
 		STAT_INC(st, total_items);
@@ -318,6 +349,15 @@ static void exec_lru_crawler(struct conn *c, const struct request *r)
 	REPLY(c)->dump_end(c, r);
 }
 
+/* watch: the connection becomes a log stream (watch.h). */
+static void exec_watch(struct conn *c, const struct request *r)
+{
+	if (!watch_start(c, r->flags))
+		REPLY(c)->status(c, r, REPLY_SERVER_ERROR, "too many watchers");
+	else
+		REPLY(c)->status(c, r, REPLY_OK, NULL);
+}
+
 static void exec_flush_all(struct conn *c, const struct request *r)
 {
 	STAT_INC(&c->w->stats, cmd_flush);
@@ -382,6 +422,7 @@ static const struct {
 	[REQ_AUTH] = { exec_auth, LAT_other },
 	[REQ_NOOP] = { exec_noop, LAT_other },
 	[REQ_LRU_CRAWLER] = { exec_lru_crawler, LAT_scan },
+	[REQ_WATCH] = { exec_watch, LAT_other },
 };
 
 void cmd_execute(struct conn *c, const struct request *r)
@@ -396,6 +437,7 @@ void cmd_too_large(struct conn *c, const struct request *r)
 		return;
 	}
 	STAT_INC(&c->w->stats, store_too_large);
+	watch_stored(c, r, "too_large");
 	say(c, r, REPLY_TOO_LARGE, NULL);
 	if (r->cmd == REQ_SET)
 		cache_delete(c->w->srv->cache, r->key);

@@ -129,6 +129,7 @@ void conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
 
+	watch_stop(c);
 	/* Out of the list before the fd closes: `stats conns` reads it. */
 	pthread_mutex_lock(&w->lock);
 	if (c->prev)
@@ -252,7 +253,7 @@ static size_t run_batch(struct conn *c)
 	size_t off = 0;
 
 	while (off < c->rlen && !c->close_when_done && !c->broken &&
-	       pending(c) < hwm) {
+	       !c->watch && pending(c) < hwm) {
 		const char *buf = c->rbuf + off;
 		size_t n = c->rlen - off;
 		struct request *r = &req[cur], *next = &req[cur ^ 1];
@@ -310,6 +311,8 @@ static void process(struct conn *c)
 {
 	size_t off;
 
+	if (c->watch)
+		c->rlen = 0; /* a watcher's input is ignored */
 	if (!c->rlen)
 		return;
 	if (!c->proto && !choose_protocol(c)) {

@@ -44,6 +44,7 @@ struct conn {
 	_Atomic uint8_t state;
 	int64_t stalled_since; /* seconds: output pending, none written */
 	size_t accounted;      /* buffer bytes counted in conn_bytes */
+	struct watcher *watch; /* `watch`: a log stream now (watch.h) */
 	/* The worker's list: linked and unlinked under the worker's lock, so
 	 * that `stats conns` on another thread may walk it under that lock
 	 * (the owning thread walks it without). */

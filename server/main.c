@@ -198,9 +198,12 @@ int main(int argc, char **argv)
 		return EXIT_OS_ERROR;
 	}
 	pthread_mutex_init(&srv.stats_lock, NULL);
+	watch_hub_init(&srv.watch);
 	srv.started = cache_now();
 	srv.cache = cache_create((unsigned int)srv.cfg.threads,
 				 srv.cfg.memory_limit);
+	if (srv.cache)
+		cache_set_evict_hook(srv.cache, watch_evict, &srv.watch);
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");
@@ -211,6 +214,7 @@ int main(int argc, char **argv)
 	cache_destroy(srv.cache);
 	event_base_free(srv.base);
 	stats_detail_free(&srv);
+	watch_hub_destroy(&srv.watch);
 	pthread_mutex_destroy(&srv.stats_lock);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();

@@ -36,6 +36,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_CACHE_MEMLIMIT] = REQ_CACHE_MEMLIMIT,
 	[PROTO_CMD_AUTH] = REQ_AUTH,
 	[PROTO_CMD_LRU_CRAWLER] = REQ_LRU_CRAWLER,
+	[PROTO_CMD_WATCH] = REQ_WATCH,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)

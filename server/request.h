@@ -43,6 +43,7 @@ enum req_cmd {
 	REQ_AUTH,
 	REQ_NOOP,
 	REQ_LRU_CRAWLER, /* text only: metadump, crawl */
+	REQ_WATCH,	 /* text only */
 	REQ_NCMDS	 /* how many */
 };
 
@@ -97,7 +98,7 @@ struct request {
 	struct req_keys keys; /* get/gets/gat/gats */
 	const char *value;    /* storage */
 	uint32_t nbytes;
-	uint32_t flags;
+	uint32_t flags;	 /* storage; watch: PROTO_WATCH_* */
 	int64_t exptime; /* as sent: relative, absolute or negative */
 	uint64_t cas;
 	uint64_t delta;		/* incr/decr */

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "latency.h"
 #include "stats.h"
+#include "watch.h"
 
 struct conn;
 struct evhttp;
@@ -72,6 +73,7 @@ struct server {
 	/* `stats detail`: counting on, and the counts (stats_detail.c). */
 	_Atomic bool detail_on;
 	struct stats_detail *_Atomic detail;
+	struct watch_hub watch; /* `watch` connections */
 };
 
 /* `stats detail` counting, when on (one relaxed load when off). */

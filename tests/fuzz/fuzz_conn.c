@@ -47,6 +47,7 @@ static void setup(struct fake *f, unsigned int kind)
 	f->srv.cache = cache_create(1, CACHE_LIMIT);
 	pthread_mutex_init(&f->srv.stats_lock, NULL);
 	pthread_mutex_init(&f->w.lock, NULL);
+	watch_hub_init(&f->srv.watch);
 	f->w.srv = &f->srv;
 	f->w.lat = calloc(LAT_NCLASSES, sizeof(*f->w.lat));
 	f->srv.workers = &f->w;

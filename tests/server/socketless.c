@@ -16,6 +16,7 @@ void socketless_start(struct server *srv, struct worker *w)
 	pthread_mutex_init(&srv->stats_lock, NULL);
 	srv->started = cache_now();
 	pthread_mutex_init(&w->lock, NULL);
+	watch_hub_init(&srv->watch);
 	w->srv = srv;
 	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
 	cr_assert_not_null(w->lat);
@@ -31,6 +32,7 @@ void socketless_stop(struct server *srv, struct worker *w)
 	cache_destroy(srv->cache);
 	free(w->lat);
 	stats_detail_free(srv);
+	watch_hub_destroy(&srv->watch);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&srv->stats_lock);
 	rhkv_rcu_unregister_thread();

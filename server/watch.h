@@ -1,0 +1,65 @@
+/*
+ * `watch`: a connection turns into a log stream of what other
+ * connections do (memcached's watchers): item_get lines for fetchers,
+ * item_store lines for mutations, eviction lines for evictions.
+ *
+ * Producers are the workers executing commands (and, for evictions, any
+ * thread that evicts); each watcher is a connection on its own worker.
+ * One mutex guards the watchers and their buffers; while nobody watches,
+ * a command pays one relaxed load (watch_wants). A watcher's buffer is
+ * bounded (WATCH_BUF_BYTES): lines that do not fit are dropped and counted,
+ * and the watcher is told with a "skipped=N" line. A timer on the watcher's
+ * worker moves the buffer into the connection's output, as long as that
+ * output is below --output-limit (a slow reader loses lines, it does not
+ * grow the server's memory).
+ */
+#ifndef RHKV_SERVER_WATCH_H
+#define RHKV_SERVER_WATCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/text.h"
+
+#define WATCHERS_MAX	8
+#define WATCH_BUF_BYTES 65536
+
+struct conn;
+struct item;
+struct server;
+
+/* The watcher registry (in struct server). */
+struct watch_hub {
+	_Atomic unsigned int mask; /* PROTO_WATCH_* some watcher wants */
+	_Atomic uint64_t gid;	   /* the lines' sequence numbers */
+	pthread_mutex_t lock;	   /* the watchers and their buffers */
+	struct watcher *w[WATCHERS_MAX];
+};
+
+void watch_hub_init(struct watch_hub *h);
+void watch_hub_destroy(struct watch_hub *h);
+
+/* Whether a watcher wants events of kind (PROTO_WATCH_*). */
+static inline bool watch_wants(struct watch_hub *h, unsigned int kind)
+{
+	return atomic_load_explicit(&h->mask, memory_order_relaxed) & kind;
+}
+
+/* Turns c into a watcher of kinds; false when WATCHERS_MAX watch or out
+ * of memory. On c's worker thread. */
+bool watch_start(struct conn *c, unsigned int kinds);
+/* c closes: it stops watching (conn_close calls it). */
+void watch_stop(struct conn *c);
+
+/* The events. status: memcached's word (found, not_found, stored, ...). */
+void watch_fetch(struct conn *c, const char *key, size_t n, bool found,
+		 uint32_t nbytes);
+void watch_store(struct conn *c, const char *key, size_t n, const char *status,
+		 const char *cmd, int64_t ttl, uint32_t nbytes);
+/* For cache_set_evict_hook (arg: the hub). */
+void watch_evict(void *hub, const struct item *it);
+
+#endif
