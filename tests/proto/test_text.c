@@ -806,3 +806,35 @@ Test(text_misc, metadump_line)
 		  line);
 	cr_expect(strstr(line, " fetch=no ") != NULL);
 }
+
+Test(text_misc, watch)
+{
+	static const struct {
+		const char *line;
+		enum proto_status st;
+		uint32_t kinds;
+	} cases[] = {
+		{ "watch\r\n", PROTO_OK, PROTO_WATCH_FETCHERS },
+		{ "watch fetchers\r\n", PROTO_OK, PROTO_WATCH_FETCHERS },
+		{ "watch mutations  evictions\r\n", PROTO_OK,
+		  PROTO_WATCH_MUTATIONS | PROTO_WATCH_EVICTIONS },
+		{ "watch evictions fetchers mutations fetchers\n", PROTO_OK,
+		  PROTO_WATCH_FETCHERS | PROTO_WATCH_MUTATIONS |
+			  PROTO_WATCH_EVICTIONS },
+		{ "watch bogus\r\n", PROTO_ERROR, 0 },
+		{ "watch fetchers x\r\n", PROTO_ERROR, 0 },
+	};
+	struct proto_req req;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum proto_status st = proto_text_parse(
+			cases[i].line, strlen(cases[i].line), &test_lim, &req);
+
+		cr_expect_eq(st, cases[i].st, "%s", cases[i].line);
+		if (st != PROTO_OK)
+			continue;
+		cr_expect_eq(req.cmd, PROTO_CMD_WATCH);
+		cr_expect_eq(req.flags, cases[i].kinds, "%s", cases[i].line);
+		cr_expect_eq(req.len, strlen(cases[i].line));
+	}
+}

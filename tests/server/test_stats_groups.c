@@ -561,3 +561,99 @@ Test(stats_groups, conns_and_detail_under_churn)
 	cr_expect_geq(stat_u(&s, "total_connections"),
 		      (unsigned long long)atomic_load(&ch.rounds) - 2);
 }
+
+/* The next watch line with " type=<type> key=<key> " in it; fails after
+ * H_TIMEOUT_MS. Lines of other types and keys (memcached also logs the
+ * lookups its storage commands make) are passed over. */
+static void watch_line(struct hconn *w, const char *type, const char *key,
+		       char *line, size_t cap)
+{
+	char want[320];
+
+	snprintf(want, sizeof(want), " type=%s key=%s ", type, key);
+	for (;;) {
+		cr_assert_gt(hc_line(w, line, cap, H_TIMEOUT_MS), 0,
+			     "no %s line for %s", type, key);
+		cr_assert_eq(strncmp(line, "ts=", 3), 0, "%s", line);
+		cr_assert_eq(line[strlen(line) - 1], '\n');
+		if (strstr(line, want))
+			return;
+	}
+}
+
+Test(stats_groups, watch)
+{
+	struct hconn *w;
+	char line[512];
+	double ts;
+	unsigned long long gid, gid2;
+
+	start();
+	RT(c, "watch bogus\r\n", "ERROR\r\n");
+	w = hc_open(srv.port);
+	cr_assert_not_null(w);
+	RT(w, "watch fetchers mutations\r\n", "OK\r\n");
+	set("w:1", "abc", 0);
+	RT(c, "get w:1 nx\r\n", "VALUE w:1 3 3\r\nabc\r\nEND\r\n");
+	RT(c, "add w:1 0 100 1\r\nx\r\n", "NOT_STORED\r\n");
+	watch_line(w, "item_store", "w%3A1", line, sizeof(line));
+	cr_assert_eq(sscanf(line, "ts=%lf gid=%llu ", &ts, &gid), 2, "%s",
+		     line);
+	cr_expect_gt(ts, 1e9);
+	cr_expect(strstr(line, " status=stored cmd=set ttl=0 clsid=1 ") &&
+			  strstr(line, " size=3\n"),
+		  "%s", line);
+	watch_line(w, "item_get", "w%3A1", line, sizeof(line));
+	cr_assert_eq(sscanf(line, "ts=%lf gid=%llu ", &ts, &gid2), 2);
+	cr_expect_gt(gid2, gid);
+	cr_expect(strstr(line, " status=found clsid=1 ") &&
+			  strstr(line, " size=3\n"),
+		  "%s", line);
+	watch_line(w, "item_get", "nx", line, sizeof(line));
+	cr_expect(strstr(line, " status=not_found clsid=0 ") &&
+			  strstr(line, " size=0\n"),
+		  "%s", line);
+	watch_line(w, "item_store", "w%3A1", line, sizeof(line));
+	cr_expect(strstr(line, " status=not_stored cmd=add ttl=100 "), "%s",
+		  line);
+	/* The watcher stays one: what it sends is not executed. */
+	SEND(w, "get w:1\r\n");
+	h_sleep_ms(100);
+	RT(c, "get w:2\r\n", "END\r\n");
+	do {
+		cr_assert_gt(hc_line(w, line, sizeof(line), H_TIMEOUT_MS), 0);
+		cr_assert_null(strstr(line, " key=w%3A1 "), "%s", line);
+	} while (!strstr(line, " key=w%3A2 "));
+	hc_close(&w);
+}
+
+/* A watcher that does not read loses lines, and is told how many. */
+Test(stats_groups, watch_skips_when_full)
+{
+	static const char *const extra[] = { "--output-limit", "4k", NULL };
+	struct hbuf req = { 0 };
+	struct hconn *w;
+	char line[512];
+	bool skipped = false;
+
+	if (is_memcached())
+		cr_skip_test("memcached's logger buffers differ");
+	cr_assert_eq(srv_start(&srv, extra), 0);
+	c = hc_open(srv.port);
+	w = hc_open(srv.port);
+	cr_assert(c && w);
+	RT(w, "watch\r\n", "OK\r\n");
+	for (int i = 0; i < 40000; i++)
+		hbuf_printf(&req, "get key:%d\r\n", i);
+	/* Nobody reads w meanwhile: its socket, output and buffer fill. */
+	for (int round = 0; round < 5; round++) {
+		SEND_N(c, req.p, req.len);
+		for (int i = 0; i < 40000; i++)
+			EXPECT(c, "END\r\n");
+	}
+	hbuf_free(&req);
+	while (!skipped && hc_line(w, line, sizeof(line), H_TIMEOUT_MS) > 0)
+		skipped = !strncmp(line, "skipped=", 8);
+	cr_expect(skipped, "no skipped= line");
+	hc_close(&w);
+}
