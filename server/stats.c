@@ -166,6 +166,7 @@ static const char help_none_free[] = "Allocated and unused: none (0)";
 
 void server_stats_each(struct server *srv, const struct stats_sink *k)
 {
+	uint64_t watchers, sent, skipped;
 	int64_t now = cache_now();
 	struct cache_stats cs;
 	struct stats_sum s;
@@ -231,6 +232,13 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	put_u(k, STATS_GAUGE, "retired_bytes", help_retired, cs.retired_bytes);
 	put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
 	      server_conn_bytes(srv));
+	watch_counts(&srv->watch, &watchers, &sent, &skipped);
+	put_u(k, STATS_COUNTER, "log_watcher_skipped",
+	      "Log lines dropped: a watcher's buffer was full", skipped);
+	put_u(k, STATS_COUNTER, "log_watcher_sent",
+	      "Log lines written into watchers' buffers", sent);
+	put_u(k, STATS_GAUGE, "log_watchers", "Connections in watch mode",
+	      watchers);
 	put_u(k, STATS_COUNTER, "malloc_fails",
 	      "Items the allocator could not allocate", cs.malloc_fails);
 	put_u(k, STATS_COUNTER, "lru_crawler_starts",
@@ -268,6 +276,7 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
 	config_each(&srv->cfg, settings_entry, (void *)k);
 	/* Not options: `stats detail` switches counting at run time. */
 	put_text(k, "stat_key_prefix", NULL, ":");
+	put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
 	put_text(k, "detail_enabled", NULL,
 		 atomic_load_explicit(&srv->detail_on, memory_order_relaxed)
 			 ? "yes"

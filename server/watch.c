@@ -12,6 +12,18 @@
 #include "protocol.h"
 #include "server.h"
 
+void watch_counts(struct watch_hub *h, uint64_t *watchers, uint64_t *sent,
+		  uint64_t *skipped)
+{
+	pthread_mutex_lock(&h->lock);
+	*watchers = 0;
+	for (int i = 0; i < WATCHERS_MAX; i++)
+		*watchers += h->w[i] != NULL;
+	*sent = h->sent;
+	*skipped = h->skipped;
+	pthread_mutex_unlock(&h->lock);
+}
+
 /* Moves a watcher's buffer to its connection this often. */
 static const struct timeval flush_interval = { 0, 20000 };
 
@@ -147,8 +159,10 @@ static void emit(struct watch_hub *h, unsigned int kind, const char *rest,
 			continue;
 		if (w->len + (size_t)hn + n > sizeof(w->buf)) {
 			w->skipped++;
+			h->skipped++;
 			continue;
 		}
+		h->sent++;
 		memcpy(w->buf + w->len, head, (size_t)hn);
 		memcpy(w->buf + w->len + hn, rest, n);
 		w->len += (size_t)hn + n;

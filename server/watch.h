@@ -26,6 +26,7 @@
 
 #define WATCHERS_MAX	8
 #define WATCH_BUF_BYTES 65536
+#define WATCH_BUF_TEXT	"65536" /* `stats settings`' watcher_logbuf_size */
 
 struct conn;
 struct item;
@@ -37,7 +38,13 @@ struct watch_hub {
 	_Atomic uint64_t gid;	   /* the lines' sequence numbers */
 	pthread_mutex_t lock;	   /* the watchers and their buffers */
 	struct watcher *w[WATCHERS_MAX];
+	/* Lines, under lock: written into a watcher's buffer, dropped. */
+	uint64_t sent, skipped;
 };
+
+/* For `stats`: watchers now, lines sent and lines dropped. */
+void watch_counts(struct watch_hub *h, uint64_t *watchers, uint64_t *sent,
+		  uint64_t *skipped);
 
 void watch_hub_init(struct watch_hub *h);
 void watch_hub_destroy(struct watch_hub *h);

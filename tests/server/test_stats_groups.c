@@ -140,6 +140,9 @@ Test(stats_groups, general_names)
 					     "hash_bytes",
 					     "hash_is_expanding",
 					     "malloc_fails",
+					     "log_watcher_skipped",
+					     "log_watcher_sent",
+					     "log_watchers",
 					     "lru_crawler_starts",
 					     "bytes",
 					     "curr_items",
@@ -219,6 +222,7 @@ Test(stats_groups, settings_names)
 		"ssl_enabled",
 		"shutdown_command",
 		"auth_enabled_ascii",
+		"watcher_logbuf_size",
 	};
 	struct hstats s;
 
@@ -528,6 +532,7 @@ static void *churn_main(void *arg)
 Test(stats_groups, conns_and_detail_under_churn)
 {
 	struct churn ch = { 0 };
+	struct hconn *watcher;
 	pthread_t t[2];
 	struct hstats s;
 	char line[512];
@@ -536,6 +541,10 @@ Test(stats_groups, conns_and_detail_under_churn)
 	start();
 	ch.port = srv.port;
 	RT(c, "stats detail on\r\n", "OK\r\n");
+	/* A watcher that never reads: its lines come from every worker. */
+	watcher = hc_open(srv.port);
+	cr_assert_not_null(watcher);
+	RT(watcher, "watch fetchers mutations evictions\r\n", "OK\r\n");
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&t[i], NULL, churn_main, &ch), 0);
 	end = h_now_ms() + 1500;
@@ -557,6 +566,7 @@ Test(stats_groups, conns_and_detail_under_churn)
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	cr_expect_gt(ch.rounds, 0);
+	hc_close(&watcher);
 	read_stats("", &s);
 	cr_expect_geq(stat_u(&s, "total_connections"),
 		      (unsigned long long)atomic_load(&ch.rounds) - 2);
@@ -632,6 +642,7 @@ Test(stats_groups, watch_skips_when_full)
 {
 	static const char *const extra[] = { "--output-limit", "4k", NULL };
 	struct hbuf req = { 0 };
+	struct hstats s;
 	struct hconn *w;
 	char line[512];
 	bool skipped = false;
@@ -655,5 +666,9 @@ Test(stats_groups, watch_skips_when_full)
 	while (!skipped && hc_line(w, line, sizeof(line), H_TIMEOUT_MS) > 0)
 		skipped = !strncmp(line, "skipped=", 8);
 	cr_expect(skipped, "no skipped= line");
+	read_stats("", &s);
+	cr_expect_eq(stat_u(&s, "log_watchers"), 1);
+	cr_expect_gt(stat_u(&s, "log_watcher_skipped"), 0);
+	cr_expect_gt(stat_u(&s, "log_watcher_sent"), 0);
 	hc_close(&w);
 }
