@@ -237,8 +237,9 @@ static bool str_is(msgpack_object o, const char *s)
  */
 Test(binary, stats_match_the_text_lines)
 {
-	static const char *const groups[] = { "", "settings", "table",
-					      "memory" };
+	static const char *const groups[] = { "",	"settings", "table",
+					      "memory", "items",    "slabs",
+					      "sizes" };
 	struct hconn *t;
 	struct hstats s;
 	msgpack_object_map m;
@@ -294,6 +295,39 @@ Test(binary, stats_match_the_text_lines)
 				  (int)m.ptr[i].val.via.str.size,
 				  m.ptr[i].val.via.str.ptr);
 	hc_close(&t);
+}
+
+/* Groups with arguments: the group, a space, the arguments. */
+Test(binary, stats_groups_with_arguments)
+{
+	struct proto_bin_reply r;
+	msgpack_object_map m;
+	uint64_t id = 1;
+
+	start(NULL);
+	req_set(id, "a:1", "xyz", 3);
+	flush();
+	expect_status(id++, PROTO_ST_OK);
+	m = read_stats_map(id++, "cachedump 1 0");
+	cr_assert_eq(m.size, 1);
+	cr_expect(str_is(m.ptr[0].key, "a:1"));
+	cr_expect(str_is(m.ptr[0].val, "[3 b; 0 s]"), "%.*s",
+		  (int)m.ptr[0].val.via.str.size, m.ptr[0].val.via.str.ptr);
+	req_stats(id, "cachedump 1");
+	flush();
+	r = read_reply(id++);
+	cr_expect_neq(r.status, PROTO_ST_OK);
+	req_stats(id, "detail on");
+	flush();
+	expect_status(id++, PROTO_ST_OK);
+	req_set(id, "a:2", "v", 1);
+	flush();
+	expect_status(id++, PROTO_ST_OK);
+	m = read_stats_map(id++, "detail dump");
+	cr_assert_eq(m.size, 1);
+	cr_expect(str_is(m.ptr[0].key, "a"));
+	cr_expect(str_is(m.ptr[0].val, "get 0 hit 0 set 1 del 0"), "%.*s",
+		  (int)m.ptr[0].val.via.str.size, m.ptr[0].val.via.str.ptr);
 }
 
 Test(binary, large_values_by_reference_arrive_whole)
