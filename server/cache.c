@@ -72,20 +72,24 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 	atomic_init(&c->limit, limit);
 	c->cas_seq = aligned_alloc(64, sizeof(*c->cas_seq) * threads);
 	c->flush_snap = calloc(threads, sizeof(*c->flush_snap));
+	c->age_seq = calloc((size_t)AGE_MARKS * threads, sizeof(*c->age_seq));
+	pthread_mutex_init(&c->age_lock, NULL);
 	for (unsigned int i = 0; i < QUEUE_SHARDS; i++)
 		pthread_mutex_init(&c->queues[i].lock, NULL);
 	pthread_mutex_init(&c->flush_lock, NULL);
 	pthread_mutex_init(&c->maint_lock, NULL);
 	pthread_cond_init(&c->maint_cond, NULL);
-	if (!c->cas_seq || !c->flush_snap ||
+	if (!c->cas_seq || !c->flush_snap || !c->age_seq ||
 	    rhashtable_init(&c->ht, &cache__params)) {
 		free(c->cas_seq);
 		free(c->flush_snap);
+		free(c->age_seq);
 		free(c);
 		return NULL;
 	}
 	for (unsigned int t = 0; t < threads; t++)
 		atomic_init(&c->cas_seq[t].v, 0);
+	cache__age_mark(c, cache_now());
 	if (cache__maint_start(c)) {
 		cache_destroy(c);
 		return NULL;
@@ -110,6 +114,8 @@ void cache_destroy(struct cache *c)
 	pthread_mutex_destroy(&c->flush_lock);
 	pthread_mutex_destroy(&c->maint_lock);
 	pthread_cond_destroy(&c->maint_cond);
+	pthread_mutex_destroy(&c->age_lock);
+	free(c->age_seq);
 	free(c->cas_seq);
 	free(c->flush_snap);
 	free(c);

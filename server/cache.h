@@ -216,6 +216,16 @@ void cache_set_evict_hook(struct cache *c,
 			  void (*fn)(void *arg, const struct item *it),
 			  void *arg);
 
+/*
+ * Seconds since the oldest item still queued for eviction was stored
+ * (`stats items` age). Items keep no time: their cas sequence is matched
+ * against marks the maintenance thread records, one a second at most and
+ * thinned as they age, so this is a lower bound, exact to the spacing of
+ * the marks around that item (a second for recent items, wider for old
+ * ones). 0 when the cache is empty.
+ */
+int64_t cache_oldest_age(struct cache *c);
+
 /* Asks the expiry sweep for a pass over the table now (lru_crawler crawl). */
 void cache_crawl(struct cache *c);
 

@@ -17,6 +17,7 @@
 #define REL_TIME_MAX (60 * 60 * 24 * 30)
 
 #define QUEUE_SHARDS 16 /* SIEVE queues, chosen by item address */
+#define AGE_MARKS    64 /* store-time marks (cache_oldest_age) */
 
 /*
  * One SIEVE queue: head = newest, tail = oldest, the hand walks from the
@@ -75,6 +76,17 @@ struct cache {
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;
 	_Atomic unsigned long reclaim_waits;   /* grace periods waited for */
 	_Atomic unsigned long evicted_nonzero; /* evictions with an exptime */
+	/*
+	 * When items were stored, without a time in each item: marks of
+	 * (unix seconds, every thread's cas sequence then), one a second at
+	 * most, thinned when full so that they stay spread over the cache's
+	 * whole life (cache_oldest_age). Written by the maintenance thread,
+	 * under age_lock.
+	 */
+	pthread_mutex_t age_lock;
+	unsigned int age_n;
+	int64_t age_t[AGE_MARKS];
+	uint64_t *age_seq; /* [AGE_MARKS][threads] */
 	/* cache_set_evict_hook: arg is stored before fn (release). */
 	void (*_Atomic evict_hook)(void *arg, const struct item *it);
 	void *_Atomic evict_arg;
@@ -212,5 +224,8 @@ int cache__maint_start(struct cache *c);
 void cache__maint_stop(struct cache *c);
 /* Wakes it (the limit changed). */
 void cache__maint_wake(struct cache *c);
+/* Records a store-time mark if the last is a second old or more (the
+ * first, at creation, with every sequence at 0). */
+void cache__age_mark(struct cache *c, int64_t now);
 
 #endif

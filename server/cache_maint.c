@@ -91,6 +91,77 @@ void cache_set_evict_hook(struct cache *c,
 	atomic_store_explicit(&c->evict_hook, fn, memory_order_release);
 }
 
+void cache__age_mark(struct cache *c, int64_t now)
+{
+	unsigned int n, drop = 1, th = c->threads;
+
+	pthread_mutex_lock(&c->age_lock);
+	n = c->age_n;
+	if (n && now - c->age_t[n - 1] < 1) {
+		pthread_mutex_unlock(&c->age_lock);
+		return;
+	}
+	if (n == AGE_MARKS) {
+		/* Drop the inner mark whose neighbours are closest: the marks
+		 * thin out with age, the first and last stay. */
+		for (unsigned int i = 2; i + 1 < n; i++)
+			if (c->age_t[i + 1] - c->age_t[i - 1] <
+			    c->age_t[drop + 1] - c->age_t[drop - 1])
+				drop = i;
+		memmove(&c->age_t[drop], &c->age_t[drop + 1],
+			(n - drop - 1) * sizeof(c->age_t[0]));
+		memmove(&c->age_seq[(size_t)drop * th],
+			&c->age_seq[(size_t)(drop + 1) * th],
+			(size_t)(n - drop - 1) * th * sizeof(c->age_seq[0]));
+		n--;
+	}
+	c->age_t[n] = now;
+	for (unsigned int t = 0; t < th; t++)
+		c->age_seq[(size_t)n * th + t] = atomic_load_explicit(
+			&c->cas_seq[t].v, memory_order_relaxed);
+	c->age_n = n + 1;
+	pthread_mutex_unlock(&c->age_lock);
+}
+
+/* When the item with this cas had been stored by, at the latest: the
+ * first mark whose sequence for its thread had reached it (now if none
+ * had yet). Under age_lock. */
+static int64_t stored_by(struct cache *c, uint64_t cas, int64_t now)
+{
+	uint64_t seq = (cas - 1) / c->threads;
+	unsigned int t = (unsigned int)((cas - 1) % c->threads);
+
+	for (unsigned int k = 0; k < c->age_n; k++)
+		if (c->age_seq[(size_t)k * c->threads + t] >= seq)
+			return c->age_t[k];
+	return now;
+}
+
+int64_t cache_oldest_age(struct cache *c)
+{
+	uint64_t tails[QUEUE_SHARDS];
+	unsigned int n = 0;
+	int64_t now = cache_now(), oldest = now;
+
+	for (unsigned int i = 0; i < QUEUE_SHARDS; i++) {
+		struct queue *q = &c->queues[i];
+
+		pthread_mutex_lock(&q->lock);
+		if (q->tail)
+			tails[n++] = q->tail->cas;
+		pthread_mutex_unlock(&q->lock);
+	}
+	pthread_mutex_lock(&c->age_lock);
+	for (unsigned int i = 0; i < n; i++) {
+		int64_t t = stored_by(c, tails[i], now);
+
+		if (t < oldest)
+			oldest = t;
+	}
+	pthread_mutex_unlock(&c->age_lock);
+	return now - oldest;
+}
+
 void cache_crawl(struct cache *c)
 {
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
@@ -204,6 +275,7 @@ static void *maint_main(void *arg)
 		bool busy;
 
 		pthread_mutex_unlock(&c->maint_lock);
+		cache__age_mark(c, cache_now());
 		cache__flush_if_due(c);
 		maint_evict(c);
 		/* A mass expiry: sweep more often, never longer at a time. */

@@ -350,6 +350,10 @@ static void put_item_class(struct server *srv, const struct stats_sink *k,
 	} all[] = {
 		{ 'i', { "number", STATS_GAUGE, cs.curr_items, help_items } },
 		{ 'i',
+		  { "age", STATS_GAUGE, (uint64_t)cache_oldest_age(srv->cache),
+		    "Seconds since the oldest item was stored (a lower "
+		    "bound)" } },
+		{ 'i',
 		  { "mem_requested", STATS_GAUGE, cs.item_data,
 		    help_requested } },
 		{ 'i',

@@ -32,7 +32,7 @@ static void teardown(void)
 	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
 }
 
-TestSuite(stats_groups, .fini = teardown, .timeout = 60);
+TestSuite(stats_groups, .fini = teardown, .timeout = 100);
 
 static bool is_memcached(void)
 {
@@ -289,6 +289,26 @@ Test(stats_groups, items_and_slabs)
 		cr_expect_eq(stat_u(&s, "1:free_chunks"), 0);
 	}
 	RT(c, "stats sizes\r\n", "STAT sizes_status disabled\r\nEND\r\n");
+}
+
+/* items:1:age: seconds since the oldest item was stored, to a second. */
+Test(stats_groups, items_age)
+{
+	struct hstats s;
+
+	if (is_memcached())
+		cr_skip_test("memcached's age is its cold LRU's (new items are "
+			     "hot)");
+	start();
+	set("old", "x", 0);
+	h_sleep_ms(3200);
+	set("new", "y", 0);
+	read_stats("items", &s);
+	cr_expect_geq(stat_u(&s, "items:1:age"), 2);
+	cr_expect_leq(stat_u(&s, "items:1:age"), 4);
+	RT(c, "delete old\r\n", "DELETED\r\n");
+	read_stats("items", &s);
+	cr_expect_leq(stat_u(&s, "items:1:age"), 1);
 }
 
 /* The local port of the test's connection. */
