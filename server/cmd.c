@@ -325,28 +325,48 @@ static bool metadump_wants_items(struct cache_key a)
 	return false;
 }
 
+/* Table walk steps of a dump until the output reaches --output-limit. */
+void cmd_continue(struct conn *c)
+{
+	/* The request is gone by now: the dump replies need none. */
+	struct metadump_ctx m = { c, NULL };
+	size_t hwm = c->w->srv->cfg.output_hwm;
+
+	if (!c->dumping)
+		return;
+	do
+		c->dump_cursor = cache_scan(c->w->srv->cache, c->dump_cursor,
+					    256, metadump_item, &m);
+	while (c->dump_cursor && !c->broken &&
+	       evbuffer_get_length(c->out) < hwm);
+	if (!c->dump_cursor) {
+		c->dumping = false;
+		REPLY(c)->dump_end(c, NULL);
+	}
+}
+
 /*
  * lru_crawler metadump: one line per live item, the whole table in hash
- * order (memcached walks its LRUs in the background; rhkvd writes the
- * lines on the worker, between requests of this connection only).
- * lru_crawler crawl: asks the expiry sweep for a pass now.
+ * order (memcached walks its LRUs in a background thread). rhkvd writes
+ * the lines on the connection's worker, a batch at a time as its output
+ * drains, so a large cache's dump neither holds the worker nor grows the
+ * output past --output-limit; the connection's next requests wait for the
+ * dump's END. lru_crawler crawl: asks the expiry sweep for a pass now.
  */
 static void exec_lru_crawler(struct conn *c, const struct request *r)
 {
-	struct metadump_ctx m = { c, r };
-	uint64_t cursor = 0;
-
 	if (is_word(r->arg, "crawl")) {
 		cache_crawl(c->w->srv->cache);
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
-	if (metadump_wants_items(r->args))
-		do
-			cursor = cache_scan(c->w->srv->cache, cursor, 256,
-					    metadump_item, &m);
-		while (cursor && !c->broken);
-	REPLY(c)->dump_end(c, r);
+	if (!metadump_wants_items(r->args)) {
+		REPLY(c)->dump_end(c, r);
+		return;
+	}
+	c->dumping = true;
+	c->dump_cursor = 0;
+	cmd_continue(c);
 }
 
 /* watch: the connection becomes a log stream (watch.h). */

@@ -253,7 +253,7 @@ static size_t run_batch(struct conn *c)
 	size_t off = 0;
 
 	while (off < c->rlen && !c->close_when_done && !c->broken &&
-	       !c->watch && pending(c) < hwm) {
+	       !c->watch && !c->dumping && pending(c) < hwm) {
 		const char *buf = c->rbuf + off;
 		size_t n = c->rlen - off;
 		struct request *r = &req[cur], *next = &req[cur ^ 1];
@@ -313,6 +313,11 @@ static void process(struct conn *c)
 
 	if (c->watch)
 		c->rlen = 0; /* a watcher's input is ignored */
+	if (c->dumping) {
+		cmd_continue(c);
+		if (c->dumping)
+			return; /* the next requests wait for its END */
+	}
 	if (!c->rlen)
 		return;
 	if (!c->proto && !choose_protocol(c)) {
@@ -487,14 +492,18 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 	 */
 	for (;;) {
 		size_t before = c->rlen;
+		bool dumped = c->dumping;
 
 		process(c);
 		if (c->broken || !conn_write(c)) {
 			conn_close(c);
 			return false;
 		}
-		if (!c->rlen || c->rlen == before || c->close_when_done ||
-		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm)
+		/* A dump goes on as long as its output drains; once it ends,
+		 * the requests that waited for it run. */
+		if (c->close_when_done ||
+		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm ||
+		    (!dumped && (!c->rlen || c->rlen == before)))
 			break;
 	}
 	/* Closing waits for the output to drain; after the peer's EOF, what

@@ -45,6 +45,10 @@ struct conn {
 	int64_t stalled_since; /* seconds: output pending, none written */
 	size_t accounted;      /* buffer bytes counted in conn_bytes */
 	struct watcher *watch; /* `watch`: a log stream now (watch.h) */
+	/* lru_crawler metadump in progress: written a batch at a time while
+	 * the output is below --output-limit (cmd_continue). */
+	bool dumping;
+	uint64_t dump_cursor;
 	/* The worker's list: linked and unlinked under the worker's lock, so
 	 * that `stats conns` on another thread may walk it under that lock
 	 * (the owning thread walks it without). */

@@ -139,6 +139,10 @@ void cmd_execute(struct conn *c, const struct request *r);
  * that a failed set never leaves a stale value behind). */
 void cmd_too_large(struct conn *c, const struct request *r);
 
+/* Goes on with a dump in progress (c->dumping) until the output reaches
+ * --output-limit or the dump ends (then c->dumping is false). */
+void cmd_continue(struct conn *c);
+
 /* Which latency histogram (latency.h) a request's time goes to. */
 unsigned int cmd_latency_class(const struct request *r);
 

@@ -696,3 +696,38 @@ Test(stats_groups, watch_skips_when_full)
 	cr_expect_gt(stat_u(&s, "log_watcher_sent"), 0);
 	hc_close(&w);
 }
+
+/* A metadump larger than the output limit streams, whole, and the
+ * requests after it wait for its END. */
+Test(stats_groups, metadump_streams)
+{
+	static const char *const extra[] = { "--output-limit", "4k", NULL };
+	struct hbuf req = { 0 };
+	static bool seen[3000];
+	char line[512];
+	int n = 0, k;
+
+	if (is_memcached())
+		cr_skip_test("memcached refuses commands pipelined after "
+			     "metadump");
+	cr_assert_eq(srv_start(&srv, extra), 0);
+	c = hc_open(srv.port);
+	cr_assert_not_null(c);
+	for (int i = 0; i < 3000; i++)
+		hbuf_printf(&req, "set key-%d 0 0 1 noreply\r\nx\r\n", i);
+	SEND_N(c, req.p, req.len);
+	hbuf_free(&req);
+	SYNC(c, &srv);
+	SEND(c, "lru_crawler metadump all\r\nversion\r\n");
+	for (;;) {
+		cr_assert_gt(hc_line(c, line, sizeof(line), H_TIMEOUT_MS), 0);
+		if (!strcmp(line, "END\r\n"))
+			break;
+		cr_assert_eq(sscanf(line, "key=key-%d ", &k), 1, "%s", line);
+		cr_assert(k >= 0 && k < 3000 && !seen[k], "%s", line);
+		seen[k] = true;
+		n++;
+	}
+	cr_expect_eq(n, 3000);
+	EXPECT_N(c, srv.version, strlen(srv.version));
+}
