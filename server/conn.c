@@ -67,7 +67,7 @@ void conn_slot_give(struct server *srv)
 const char *const conn_state_name[] = {
 	[CONN_NEW_CMD] = "conn_new_cmd", [CONN_READ] = "conn_read",
 	[CONN_SWALLOW] = "conn_swallow", [CONN_MWRITE] = "conn_mwrite",
-	[CONN_CLOSING] = "conn_closing",
+	[CONN_CLOSING] = "conn_closing", [CONN_WATCH] = "conn_watch",
 };
 
 /* Only the owning thread writes last_active: a plain store suffices. */
@@ -81,6 +81,7 @@ static void conn_touch(struct conn *c)
 static void publish_state(struct conn *c)
 {
 	uint8_t st = c->close_when_done || c->peer_eof ? CONN_CLOSING
+		     : c->watch			       ? CONN_WATCH
 		     : c->swallow		       ? CONN_SWALLOW
 		     : evbuffer_get_length(c->out)     ? CONN_MWRITE
 		     : c->rlen			       ? CONN_READ

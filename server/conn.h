@@ -62,6 +62,7 @@ enum conn_state {
 	CONN_SWALLOW, /* discarding a too-large value */
 	CONN_MWRITE,  /* replies wait for the socket to drain */
 	CONN_CLOSING, /* closing once the output is written */
+	CONN_WATCH,   /* a `watch` log stream */
 };
 
 extern const char *const conn_state_name[];

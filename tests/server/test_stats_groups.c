@@ -618,7 +618,8 @@ static void watch_line(struct hconn *w, const char *type, const char *key,
 Test(stats_groups, watch)
 {
 	struct hconn *w;
-	char line[512];
+	struct hstats s;
+	char line[512], name[64];
 	double ts;
 	unsigned long long gid, gid2;
 
@@ -627,6 +628,9 @@ Test(stats_groups, watch)
 	w = hc_open(srv.port);
 	cr_assert_not_null(w);
 	RT(w, "watch fetchers mutations\r\n", "OK\r\n");
+	read_stats("conns", &s);
+	snprintf(name, sizeof(name), "%d:state", conn_fd(&s, local_port(w)));
+	cr_expect_str_eq(hstats_get(&s, name), "conn_watch");
 	set("w:1", "abc", 0);
 	RT(c, "get w:1 nx\r\n", "VALUE w:1 3 3\r\nabc\r\nEND\r\n");
 	RT(c, "add w:1 0 100 1\r\nx\r\n", "NOT_STORED\r\n");
