@@ -135,12 +135,37 @@ struct proto_limits {
  * A line ends at "\n", with or without "\r" before it, and holds at most
  * PROTO_LINE_MAX bytes before its "\n" (PROTO_GET_LINE_MAX for a line that
  * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces).
- * Keys are 1..PROTO_KEY_MAX bytes without control characters (memcached
- * accepts those; rhkv rejects them with "bad command line format").
+ * As in memcached, a NUL byte ends the line's content: what follows it,
+ * up to the "\n", is ignored. A line splits into tokens at spaces only.
  */
 enum proto_status proto_text_parse(const char *buf, size_t n,
 				   const struct proto_limits *lim,
 				   struct proto_req *req);
+
+/*
+ * The key rule, memcached 1.6.18's: a key is 1..PROTO_KEY_MAX bytes, any
+ * bytes but ' ', '\n' and NUL. Control bytes (\t, \r, 0x01-0x1f, 0x7f)
+ * and bytes 0x80-0xff are key bytes like any other. A key of more bytes is
+ * refused with "CLIENT_ERROR bad command line format". In the text
+ * protocol the other three cannot occur inside a key: a space splits
+ * tokens, "\n" ends the line and NUL ends its content. A key may end in
+ * "\r" ("get k\r\r\n" asks for "k\r": only the "\r" right before the
+ * "\n" belongs to the line end). Whatever prints a key (VALUE, KEY lines)
+ * prints its bytes as they are: a reader that splits at "\n" and strips
+ * one "\r" gets the key back. The msgpack protocol's keys follow the same
+ * rule (proto_bin_key_ok), so both protocols share keys. Inline: the
+ * client library links the msgpack codec without the text parser.
+ */
+static inline bool proto_key_ok(const char *p, size_t n)
+{
+	if (n == 0 || n > PROTO_KEY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == ' ' || p[i] == '\n' || p[i] == '\0')
+			return false;
+	}
+	return true;
+}
 
 /*
  * Next key of a multi-key request: *pos starts at req->key.off; returns false

@@ -63,7 +63,7 @@ static void check_key(const char *buf, struct proto_span k, size_t len)
 	CHECK(k.len >= 1 && k.len <= PROTO_KEY_MAX);
 	for (uint32_t i = 0; i < k.len; i++) {
 		unsigned char c = (unsigned char)buf[k.off + i];
-		CHECK(c > ' ' && c != 0x7f);
+		CHECK(c != ' ' && c != '\n' && c != '\0');
 	}
 	n = proto_text_value_header(hdr, buf + k.off, k.len, k.len * 7u, k.off,
 				    true, (uint64_t)k.off << 40);

@@ -70,16 +70,23 @@ static const struct status_case cases[] = {
 	CERR("gat 1x k\r\n", EXPT),
 	CERR("gat 99999999999999999999 k\r\n", EXPT),
 	CERR("gat 9223372036854775808 k\r\n", EXPT),
-	/* memcached: "get k\r\r\n" -> END (key "k\r"); rhkv refuses control
-	 * characters in keys. */
-	CERR("get k\r\r\n", FMT),
-	CERR("get a\tb\r\n", FMT),
-	CERR("get a\x01"
-	     "b\r\n",
-	     FMT),
-	CERR("get a\x7f\r\n", FMT),
-	CERR("get k\x00\r\n", FMT),
+	/* Keys: any bytes but space, "\n" and NUL, control bytes included. */
+	OK("get k\r\r\n"), /* -> END: the key is "k\r" */
+	OK("get a\tb\r\n"),
+	OK("get a\x01"
+	   "b\r\n"),
+	OK("get a\x7f\r\n"),
+	OK("get \x1f\x0b\x0c\r\n"),
 	OK("get \xc3\xa9t\xc3\xa9\r\n"), /* UTF-8 is fine */
+	OK("get \x80\xff\r\n"),
+	OK("set a\x01 0 0 1\r\nx\r\n"), /* -> STORED */
+	/* A NUL ends the line's content; the rest up to "\n" is ignored. */
+	OK("get k\x00\r\n"),	    /* -> the value of "k" */
+	OK("get a a\x00zz\r\n"),    /* -> two values of "a" */
+	ERR("get \x00k\r\n"),	    /* -> ERROR: "get" alone */
+	ERR("\x00get k\r\n"),	    /* -> ERROR: an empty line */
+	ERR("set a\x00 0 0 1\r\n"), /* -> ERROR, then the data line */
+	OK("set q 0 0 1 \x00noreply\r\nx\r\n"), /* -> STORED: no noreply */
 	/* storage: token counts */
 	ERR("set k 0 0\r\n"), /* -> ERROR, then ERROR for the data line */
 	ERR("set k 0 0 1 noreply x\r\n"),
@@ -114,7 +121,7 @@ static const struct status_case cases[] = {
 	CERR("cas k 0 0 1 x\r\n", FMT),
 	CERR("cas k 0 0 1 -1\r\n", FMT),
 	CERR("cas k 0 0 1 18446744073709551616\r\n", FMT),
-	CERR("set k\x01 0 0 1\r\n", FMT),	 /* memcached stores "k\x01" */
+	OK("set k\x01 0 0 1\r\nx\r\n"),		 /* -> STORED, key "k\x01" */
 	CERRNR("set k 0 0 -1 noreply\r\n", FMT), /* -> nothing */
 	CERRNR("set k 0 0 x noreply\r\n", FMT),
 	CERRNR("set k 0 0 noreply\r\n", FMT),
@@ -180,7 +187,7 @@ static const struct status_case cases[] = {
 	CERR("delete k NOREPLY\r\n", DEL),
 	CERRNR("delete k 1 noreply\r\n", DEL),
 	CERRNR("delete k x noreply\r\n", DEL),
-	CERR("delete k\x02\r\n", FMT),
+	OK("delete k\x02\r\n"), /* -> NOT_FOUND */
 	/* flush_all */
 	ERR("flush_all 0 0 0\r\n"),
 	ERR("flush_all 0 noreply x\r\n"),
@@ -513,6 +520,47 @@ Test(text_keys, length_limits)
 	n = snprintf(buf, sizeof(buf), "gat x %s\r\n", key);
 	proto_text_parse(buf, (size_t)n, &test_lim, &req);
 	cr_expect_str_eq(req.error, EXPT);
+}
+
+/* memcached 1.6.18 stores keys with control bytes; a NUL ends the line. */
+Test(text_keys, control_bytes_and_nul)
+{
+	static const char ctl[] = "set \x01\t\x7f\r 0 0 1\r\nx\r\n";
+	static const char nul[] = "gets a b\x00"
+				  "c d\r\n";
+	static const char cr[] = "get k\r\r\n";
+	struct proto_req req;
+	struct proto_span k;
+	uint32_t pos;
+
+	cr_assert_eq(PARSE(ctl, &req), PROTO_OK);
+	cr_expect(span_eq(ctl, req.key, "\x01\t\x7f\r"));
+	cr_expect_eq(req.len, sizeof(ctl) - 1);
+
+	cr_assert_eq(PARSE(nul, &req), PROTO_OK);
+	cr_expect_eq(req.len, sizeof(nul) - 1);
+	pos = req.key.off;
+	cr_assert(proto_text_next_key(nul, &req, &pos, &k));
+	cr_expect(span_eq(nul, k, "a"));
+	cr_assert(proto_text_next_key(nul, &req, &pos, &k));
+	cr_expect(span_eq(nul, k, "b"));
+	cr_expect_not(proto_text_next_key(nul, &req, &pos, &k));
+
+	cr_assert_eq(PARSE(cr, &req), PROTO_OK);
+	cr_expect(span_eq(cr, req.key, "k\r"));
+
+	/* The shared key rule. */
+	cr_expect(proto_key_ok("\x01", 1));
+	cr_expect(proto_key_ok("k\r", 2));
+	cr_expect(proto_key_ok("\x7f\x80\xff", 3));
+	cr_expect_not(proto_key_ok("a b", 3));
+	cr_expect_not(proto_key_ok("a\nb", 3));
+	cr_expect_not(proto_key_ok("a\0b", 3));
+	cr_expect_not(proto_key_ok("", 0));
+	char big[251];
+	memset(big, 'k', sizeof(big));
+	cr_expect(proto_key_ok(big, 250));
+	cr_expect_not(proto_key_ok(big, 251));
 }
 
 Test(text_retrieval, keys_and_iteration)

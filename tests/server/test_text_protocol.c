@@ -133,6 +133,60 @@ Test(text, keys_of_250_bytes)
 	EXPECT_N(c, req, strlen(req));
 }
 
+/*
+ * memcached 1.6.18 stores keys with any bytes but space, "\n" and NUL:
+ * control bytes, DEL and high bytes included (memcaslap's keys start with
+ * such bytes). A NUL ends the line: what follows it is ignored.
+ */
+Test(text, keys_with_control_bytes)
+{
+	/* Literals with their lengths: some hold a NUL. */
+#define L(req, rep)                                        \
+	{                                                  \
+		req, sizeof(req) - 1, rep, sizeof(rep) - 1 \
+	}
+	static const struct {
+		const char *req;
+		size_t nreq;
+		const char *rep;
+		size_t nrep;
+	} rt[] = {
+		L("set \x01\x02k 0 0 1\r\na\r\n", "STORED\r\n"),
+		L("set a\tb 0 0 1\r\nb\r\n", "STORED\r\n"),
+		L("set k\r 0 0 1\r\nc\r\n", "STORED\r\n"),
+		L("set \x7f\x1f\x0b\x0c 0 0 1\r\nd\r\n", "STORED\r\n"),
+		L("set \x80\xff 0 0 1\r\ne\r\n", "STORED\r\n"),
+		L("get \x01\x02k a\tb\r\n",
+		  "VALUE \x01\x02k 0 1\r\na\r\nVALUE a\tb 0 1\r\nb\r\nEND\r\n"),
+		/* only the "\r" right before "\n" belongs to the line end */
+		L("get k\r\r\n", "VALUE k\r 0 1\r\nc\r\nEND\r\n"),
+		L("get k\r\n", "END\r\n"),
+		L("get \x7f\x1f\x0b\x0c \x80\xff\r\n",
+		  "VALUE \x7f\x1f\x0b\x0c 0 1\r\nd\r\n"
+		  "VALUE \x80\xff 0 1\r\ne\r\nEND\r\n"),
+		L("append a\tb 0 0 1\r\nB\r\n", "STORED\r\n"),
+		L("touch a\tb 0\r\n", "TOUCHED\r\n"),
+		L("set n\x01 0 0 1\r\n5\r\n", "STORED\r\n"),
+		L("incr n\x01 2\r\n", "7\r\n"),
+		L("gat 0 a\tb\r\n", "VALUE a\tb 0 2\r\nbB\r\nEND\r\n"),
+		L("delete \x01\x02k\r\n", "DELETED\r\n"),
+		L("get \x01\x02k\r\n", "END\r\n"),
+		/* a NUL ends the line's content */
+		L("get a\tb\0zz\r\n", "VALUE a\tb 0 2\r\nbB\r\nEND\r\n"),
+		L("set z\0 0 0 1\r\nx\r\n", "ERROR\r\nERROR\r\n"),
+		L("get z\r\n", "END\r\n"),
+		L("set q 0 0 1 \0noreply\r\nx\r\n", "STORED\r\n"),
+		L("get \0q\r\n", "ERROR\r\n"),
+	};
+#undef L
+
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++) {
+		SEND_N(c, rt[i].req, rt[i].nreq);
+		EXPECT_N(c, rt[i].rep, rt[i].nrep);
+	}
+	SYNC(c, &srv);
+}
+
 Test(text, binary_and_empty_values)
 {
 	char all[256];
