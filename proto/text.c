@@ -91,26 +91,41 @@ static bool is_get_line(const char *buf)
 	return false;
 }
 
+/* The get-line limit lim gives. */
+static size_t get_line_max(const struct proto_limits *lim)
+{
+	uint32_t max = lim != NULL ? lim->max_get_line : 0;
+
+	if (max == 0)
+		return PROTO_GET_LINE_DEFAULT;
+	return max < PROTO_GET_LINE_MIN ? PROTO_GET_LINE_MIN : max;
+}
+
 /*
  * Finds the first line's "\n" within its length limit. The answer depends
  * only on the first limit + 1 bytes, so every prefix of a request agrees.
+ * The search starts past lim->no_newline; *searched tells how far it went
+ * when there is no "\n" yet.
  */
-static enum proto_status line_find(const char *buf, size_t n, struct line *l)
+static enum proto_status line_find(const char *buf, size_t n,
+				   const struct proto_limits *lim,
+				   struct line *l, uint32_t *searched)
 {
-	size_t win = n < PROTO_LINE_MAX + 1 ? n : PROTO_LINE_MAX + 1;
-	const char *nl = memchr(buf, '\n', win);
+	size_t max = PROTO_LINE_MAX, win, from;
+	const char *nl;
 
+	if (n > PROTO_LINE_MAX && is_get_line(buf))
+		max = get_line_max(lim);
+	win = n < max + 1 ? n : max + 1;
+	from = lim != NULL ? lim->no_newline : 0;
+	if (from > win)
+		from = win;
+	nl = memchr(buf + from, '\n', win - from);
 	if (nl == NULL) {
-		if (n <= PROTO_LINE_MAX)
-			return PROTO_NEED_MORE;
-		if (!is_get_line(buf))
+		if (n > max)
 			return PROTO_LINE_TOO_LONG;
-		win = n < PROTO_GET_LINE_MAX + 1 ? n : PROTO_GET_LINE_MAX + 1;
-		nl = memchr(buf + PROTO_LINE_MAX + 1, '\n',
-			    win - (PROTO_LINE_MAX + 1));
-		if (nl == NULL)
-			return n > PROTO_GET_LINE_MAX ? PROTO_LINE_TOO_LONG
-						      : PROTO_NEED_MORE;
+		*searched = (uint32_t)n;
+		return PROTO_NEED_MORE;
 	}
 	l->buf = buf;
 	l->end = (uint32_t)(nl - buf);
@@ -550,7 +565,7 @@ enum proto_status proto_text_parse(const char *buf, size_t n,
 	enum proto_status st;
 
 	memset(req, 0, sizeof(*req));
-	st = line_find(buf, n, &l);
+	st = line_find(buf, n, lim, &l, &req->no_newline);
 	if (st != PROTO_OK)
 		return st;
 	req->len = l.total;

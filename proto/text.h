@@ -13,9 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_KEY_MAX		 250 /* bytes, as memcached */
-#define PROTO_LINE_MAX		 2048 /* a command line, without its data block */
-#define PROTO_GET_LINE_MAX	 65536 /* get/gets/gat/gats with many keys */
+#define PROTO_KEY_MAX  250  /* bytes, as memcached */
+#define PROTO_LINE_MAX 2048 /* a command line, without its data block */
+/* get/gets/gat/gats lines with many keys: their length limit is
+ * proto_limits.max_get_line, never below PROTO_GET_LINE_MIN. */
+#define PROTO_GET_LINE_MIN	 65536
+#define PROTO_GET_LINE_DEFAULT	 (1024u * 1024u) /* max_get_line 0 */
 #define PROTO_SCAN_COUNT_DEFAULT 10
 #define PROTO_SCAN_COUNT_MAX	 1000
 /* The largest <bytes> memcached accepts on a storage line (INT_MAX - 2). */
@@ -118,11 +121,25 @@ struct proto_req {
 	struct proto_span match; /* scan: the glob */
 	const char *error;	 /* PROTO_CLIENT_ERROR: the message */
 	uint64_t swallow;	 /* PROTO_TOO_LARGE: bytes to discard */
+	/* PROTO_NEED_MORE before the line's "\n": bytes searched for it (all
+	 * of buf), for lim->no_newline of the next call; 0 otherwise. */
+	uint32_t no_newline;
 };
 
 struct proto_limits {
 	uint32_t max_value; /* item size limit (-I); a value of more bytes is
 			       PROTO_TOO_LARGE */
+	/* The most bytes a get/gets/gat/gats line holds before its "\n"; 0:
+	 * PROTO_GET_LINE_DEFAULT; below PROTO_GET_LINE_MIN counts as that. */
+	uint32_t max_get_line;
+	/*
+	 * A hint, 0 when none: the first no_newline bytes of the buffer are
+	 * known to hold no "\n" (req->no_newline of an earlier call on the
+	 * same request that returned PROTO_NEED_MORE). The search for the end
+	 * of a long line then starts there, so that a line arriving in many
+	 * pieces is searched once, not once per piece.
+	 */
+	uint32_t no_newline;
 };
 
 /*
@@ -133,8 +150,11 @@ struct proto_limits {
  * then PROTO_VALUE_MAX_DEFAULT.
  *
  * A line ends at "\n", with or without "\r" before it, and holds at most
- * PROTO_LINE_MAX bytes before its "\n" (PROTO_GET_LINE_MAX for a line that
- * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces).
+ * PROTO_LINE_MAX bytes before its "\n" (lim->max_get_line for a line that
+ * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces);
+ * a longer one is PROTO_LINE_TOO_LONG once one byte past its limit is
+ * there. The line's bytes are searched for "\n" once in all when the caller
+ * passes back the hint (lim->no_newline), and split into tokens once.
  * As in memcached, a NUL byte ends the line's content: what follows it,
  * up to the "\n", is ignored. A line splits into tokens at spaces only.
  */

@@ -21,7 +21,8 @@
 	} while (0)
 
 /* Small, so that too-large values are common. */
-static const struct proto_limits lim = { .max_value = 100 };
+static const struct proto_limits lim = { .max_value = 100,
+					 .max_get_line = PROTO_GET_LINE_MIN };
 
 static const char *const messages[] = {
 	"bad command line format",
@@ -155,7 +156,9 @@ static void check(const char *buf, size_t n, enum proto_status st,
 
 	if (st == PROTO_NEED_MORE) {
 		if (memchr(buf, '\n', n) == NULL)
-			CHECK(n <= PROTO_GET_LINE_MAX);
+			CHECK(n <= PROTO_GET_LINE_MIN && r->no_newline == n);
+		else
+			CHECK(r->no_newline == 0);
 		return;
 	}
 	if (st == PROTO_LINE_TOO_LONG) {

@@ -597,44 +597,102 @@ Test(text_retrieval, keys_and_iteration)
 	cr_expect_not(proto_text_next_key(none, &req, &pos, &k));
 }
 
+/* "get k k ... k" of exactly len bytes into buf (len odd). */
+static void fill_get_line(char *buf, size_t len)
+{
+	memcpy(buf, "get", 3);
+	for (size_t i = 3; i < len; i += 2)
+		memcpy(buf + i, " k", 2);
+}
+
 Test(text_retrieval, get_line_limits)
 {
-	size_t cap = PROTO_GET_LINE_MAX + 16;
+	const size_t max = PROTO_GET_LINE_MIN + 1;
+	const struct proto_limits lim = { .max_value = 1024,
+					  .max_get_line = (uint32_t)max };
+	size_t cap = PROTO_GET_LINE_DEFAULT + 16;
 	char *buf = malloc(cap);
 	struct proto_req req;
 
 	cr_assert_not_null(buf);
-	/* "get k k k ... k\n" with exactly PROTO_GET_LINE_MAX bytes before
-	 * the "\n": the longest get line. */
-	memcpy(buf, "get", 3);
-	for (size_t i = 3; i < PROTO_GET_LINE_MAX; i += 2)
-		memcpy(buf + i, " k", 2);
-	buf[PROTO_GET_LINE_MAX] = '\n';
-	for (size_t n = PROTO_LINE_MAX - 2; n <= PROTO_GET_LINE_MAX; n += 997)
-		cr_expect_eq(proto_text_parse(buf, n, &test_lim, &req),
+	/* Exactly max bytes before the "\n": the longest get line. */
+	fill_get_line(buf, max);
+	buf[max] = '\n';
+	for (size_t n = PROTO_LINE_MAX - 2; n <= max; n += 997)
+		cr_expect_eq(proto_text_parse(buf, n, &lim, &req),
 			     PROTO_NEED_MORE, "%zu", n);
-	cr_assert_eq(
-		proto_text_parse(buf, PROTO_GET_LINE_MAX + 1, &test_lim, &req),
-		PROTO_OK);
-	cr_expect_eq(req.len, PROTO_GET_LINE_MAX + 1);
+	cr_assert_eq(proto_text_parse(buf, max + 1, &lim, &req), PROTO_OK);
+	cr_expect_eq(req.len, max + 1);
 	/* One byte more: too long. */
-	buf[PROTO_GET_LINE_MAX] = 'k';
+	buf[max] = 'k';
+	cr_expect_eq(proto_text_parse(buf, max + 1, &lim, &req),
+		     PROTO_LINE_TOO_LONG);
+	/* A limit below PROTO_GET_LINE_MIN counts as that. */
+	const struct proto_limits small = { .max_value = 1024,
+					    .max_get_line = 10 };
+	buf[PROTO_GET_LINE_MIN] = '\n';
 	cr_expect_eq(
-		proto_text_parse(buf, PROTO_GET_LINE_MAX + 1, &test_lim, &req),
+		proto_text_parse(buf, PROTO_GET_LINE_MIN + 1, &small, &req),
+		PROTO_OK);
+	/* No limits: PROTO_GET_LINE_DEFAULT. */
+	fill_get_line(buf, PROTO_GET_LINE_DEFAULT + 1);
+	buf[PROTO_GET_LINE_DEFAULT] = '\n';
+	cr_expect_eq(
+		proto_text_parse(buf, PROTO_GET_LINE_DEFAULT + 1, NULL, &req),
+		PROTO_OK);
+	cr_expect_eq(
+		proto_text_parse(buf, PROTO_GET_LINE_DEFAULT + 2, &lim, &req),
 		PROTO_LINE_TOO_LONG);
 	/* gat too, after up to 100 spaces; not after 101. */
 	memset(buf, ' ', 100);
 	memcpy(buf + 100, "gat 0 ", 6);
-	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &test_lim, &req),
+	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &lim, &req),
 		     PROTO_NEED_MORE);
 	memset(buf, ' ', 101);
 	memcpy(buf + 101, "gat 0 ", 6);
-	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &test_lim, &req),
+	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &lim, &req),
 		     PROTO_LINE_TOO_LONG);
 	/* "getx " and "get" + "\t" are no get lines. */
 	memcpy(buf, "getx ", 5);
-	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &test_lim, &req),
+	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &lim, &req),
 		     PROTO_LINE_TOO_LONG);
+	free(buf);
+}
+
+/* A long line arriving in pieces: with the hint passed back, each piece is
+ * searched once, and the answers are those without it. */
+Test(text_retrieval, get_line_in_pieces)
+{
+	const size_t len = 1000001, step = 16384;
+	struct proto_limits lim = { .max_value = 1024 };
+	char *buf = malloc(len + 1);
+	struct proto_req req, plain;
+	size_t searched = 0, n;
+
+	cr_assert_not_null(buf);
+	fill_get_line(buf, len);
+	buf[len] = '\n';
+	for (n = step; n <= len; n += step) {
+		cr_assert_eq(proto_text_parse(buf, n, &lim, &req),
+			     PROTO_NEED_MORE);
+		cr_assert_eq(req.no_newline, n);
+		cr_assert_geq(n, lim.no_newline);
+		searched += n - lim.no_newline;
+		lim.no_newline = req.no_newline;
+	}
+	cr_assert_eq(proto_text_parse(buf, len + 1, &lim, &req), PROTO_OK);
+	searched += len + 1 - lim.no_newline;
+	cr_expect_eq(searched, len + 1, "searched %zu bytes", searched);
+	cr_assert_eq(proto_text_parse(buf, len + 1, NULL, &plain), PROTO_OK);
+	cr_expect(req_equal(&req, &plain));
+	cr_expect_eq(req.no_newline, 0);
+	/* A stale hint longer than the bytes given is clamped. */
+	lim.no_newline = (uint32_t)len * 2;
+	cr_expect_eq(proto_text_parse(buf, 100, &lim, &req), PROTO_NEED_MORE);
+	/* A storage command waiting for its data block has its line. */
+	cr_expect_eq(proto_text_parse("set k 0 0 5\r\nab", 15, NULL, &req),
+		     PROTO_NEED_MORE);
+	cr_expect_eq(req.no_newline, 0);
 	free(buf);
 }
 
