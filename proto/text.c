@@ -20,6 +20,10 @@
 #define MSG_DELTA   "invalid numeric delta argument"
 #define MSG_EXPTIME "invalid exptime argument"
 #define MSG_CHUNK   "bad data chunk"
+#define MSG_MEMLIMIT_SMALL \
+	"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
+#define MSG_MEMLIMIT_MIB \
+	"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"
 
 /* A request line split on spaces, as memcached splits it. */
 struct line {
@@ -389,15 +393,44 @@ static enum proto_status parse_verbosity(const struct line *l,
 	return PROTO_OK;
 }
 
+/*
+ * cache_memlimit <MiB> [noreply], as memcached 1.6.18 reads it: a number
+ * that is no unsigned number is ERROR; one that is, cut to 32 bits (as
+ * memcached stores it), must be 8..1000000000. noreply silences all three
+ * errors.
+ */
 static enum proto_status parse_memlimit(const struct line *l,
 					struct proto_req *req)
 {
+	uint64_t v;
+
 	if (l->ntok != 2 && l->ntok != 3)
 		return PROTO_ERROR;
 	req->noreply = last_is_noreply(l);
-	if (!parse_u32(l->buf, l->tok[1], &req->memlimit) ||
-	    req->memlimit == 0 || req->memlimit > (1u << 30))
-		return client_error(req, MSG_FORMAT);
+	if (!parse_u64(l->buf, l->tok[1], &v))
+		return PROTO_ERROR;
+	req->memlimit = (uint32_t)v;
+	if (req->memlimit < 8) {
+		req->error = MSG_MEMLIMIT_SMALL;
+		return PROTO_REFUSED;
+	}
+	if (req->memlimit > 1000000000) {
+		req->error = MSG_MEMLIMIT_MIB;
+		return PROTO_REFUSED;
+	}
+	return PROTO_OK;
+}
+
+/* shutdown [mode]: the executor judges the mode (after whether shutdown is
+ * enabled at all), so the rest of the line goes to it whole. */
+static enum proto_status parse_shutdown(const struct line *l,
+					struct proto_req *req)
+{
+	uint32_t cmd_end = l->tok[0].off + l->tok[0].len;
+
+	req->arg.off = l->ntok > 1 ? l->tok[1].off : cmd_end;
+	req->arg.len =
+		l->ntok > 1 ? l->last.off + l->last.len - l->tok[1].off : 0;
 	return PROTO_OK;
 }
 
@@ -485,6 +518,7 @@ static const struct {
 	{ "scan", PROTO_CMD_SCAN },
 	{ "cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT },
 	{ "auth", PROTO_CMD_AUTH },
+	{ "shutdown", PROTO_CMD_SHUTDOWN },
 };
 
 /*
@@ -550,6 +584,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_memlimit(l, req);
 	case PROTO_CMD_AUTH:
 		return parse_auth(l, req);
+	case PROTO_CMD_SHUTDOWN:
+		return parse_shutdown(l, req);
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;

@@ -49,6 +49,7 @@ enum proto_cmd {
 	PROTO_CMD_SCAN,
 	PROTO_CMD_CACHE_MEMLIMIT,
 	PROTO_CMD_AUTH,
+	PROTO_CMD_SHUTDOWN,
 };
 
 enum proto_status {
@@ -58,7 +59,8 @@ enum proto_status {
 	PROTO_NEED_MORE,
 	/* Unknown command, or a known one with a wrong number of tokens:
 	 * reply "ERROR\r\n", consume req->len bytes (the line only: a
-	 * storage command's data block is then parsed as commands). */
+	 * storage command's data block is then parsed as commands). Silent
+	 * when req->noreply (only cache_memlimit's bad number sets it). */
 	PROTO_ERROR,
 	/* Reply "CLIENT_ERROR <req->error>\r\n", consume req->len bytes:
 	 * the line only, except "bad data chunk" (line, <bytes> + 2). */
@@ -71,6 +73,10 @@ enum proto_status {
 	 * parsed: a set of that key removes the old item, as memcached does.
 	 */
 	PROTO_TOO_LARGE,
+	/* A request refused with a reply of its own: reply req->error as
+	 * it is, with "\r\n" and no prefix, unless req->noreply; consume
+	 * req->len bytes. (cache_memlimit's MEMLIMIT_... answers.) */
+	PROTO_REFUSED,
 	/* The line exceeds its limit: reply "CLIENT_ERROR line too long\r\n"
 	 * and close the connection. */
 	PROTO_LINE_TOO_LONG,
@@ -109,9 +115,10 @@ struct proto_req {
 	uint64_t delta;	       /* incr/decr */
 	int64_t delay;	       /* flush_all; 0 when absent */
 	uint32_t verbosity;    /* verbosity */
-	uint32_t memlimit;     /* cache_memlimit: MiB, >= 1 */
+	uint32_t memlimit;     /* cache_memlimit: MiB, 8..1000000000 */
 	struct proto_span arg; /* stats: the sub-command ("" when none);
-				  auth: the password */
+				  auth: the password; shutdown: the rest
+				  of the line ("" when none) */
 	/* stats: what follows the sub-command, from its next token to the end
 	 * of the last one ("" when none), e.g. "on" in "stats detail on". */
 	struct proto_span args;

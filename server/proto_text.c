@@ -36,6 +36,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_SCAN] = REQ_SCAN,
 	[PROTO_CMD_CACHE_MEMLIMIT] = REQ_CACHE_MEMLIMIT,
 	[PROTO_CMD_AUTH] = REQ_AUTH,
+	[PROTO_CMD_SHUTDOWN] = REQ_SHUTDOWN,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)
@@ -116,14 +117,27 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 		fill(r, buf, &q);
 		return DECODE_OK;
 	case PROTO_ERROR:
-		*r = (struct request){ .len = q.len, .status = REPLY_ERROR };
+		*r = (struct request){ .len = q.len,
+				       .noreply = q.noreply,
+				       .status = REPLY_ERROR };
+		return DECODE_REJECT;
+	case PROTO_REFUSED:
+		/* REPLY_ERROR with a message prints the message alone. */
+		*r = (struct request){ .len = q.len,
+				       .noreply = q.noreply,
+				       .status = REPLY_ERROR,
+				       .message = q.error };
 		return DECODE_REJECT;
 	case PROTO_CLIENT_ERROR:
-		/* memcached: noreply silences errors too. */
+		/* memcached: noreply silences errors too; with -F, a
+		 * flush_all is refused before its delay is read. */
 		*r = (struct request){ .len = q.len,
 				       .noreply = q.noreply,
 				       .status = REPLY_CLIENT_ERROR,
 				       .message = q.error };
+		if (q.cmd == PROTO_CMD_FLUSH_ALL &&
+		    c->w->srv->cfg.disable_flush_all)
+			r->message = CMD_FLUSH_ALL_REFUSED;
 		return DECODE_REJECT;
 	case PROTO_TOO_LARGE:
 		fill(r, buf, &q);

@@ -14,6 +14,8 @@
 #define DELTA "invalid numeric delta argument"
 #define EXPT  "invalid exptime argument"
 #define CHUNK "bad data chunk"
+#define SMALL "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
+#define MIB   "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"
 
 struct status_case {
 	const char *in;
@@ -33,6 +35,9 @@ struct status_case {
 #define ERR(lit)	 C(lit, PROTO_ERROR, NULL, 0, false)
 #define CERR(lit, msg)	 C(lit, PROTO_CLIENT_ERROR, msg, 0, false)
 #define CERRNR(lit, msg) C(lit, PROTO_CLIENT_ERROR, msg, 0, true)
+#define ERRNR(lit)	 C(lit, PROTO_ERROR, NULL, 0, true)
+#define REF(lit, msg)	 C(lit, PROTO_REFUSED, msg, 0, false)
+#define REFNR(lit, msg)	 C(lit, PROTO_REFUSED, msg, 0, true)
 
 /* Requests and what memcached 1.6.18 answered (each written as "-> ..."). */
 static const struct status_case cases[] = {
@@ -212,12 +217,26 @@ static const struct status_case cases[] = {
 	ERR("cache_memlimit\r\n"),
 	ERR("cache_memlimit 1 x y\r\n"),
 	OK("cache_memlimit 64\r\n"),
-	OK("cache_memlimit 1073741824\r\n"),
+	OK("cache_memlimit 8\r\n"),
+	OK("cache_memlimit 1000000000\r\n"),
 	OKNR("cache_memlimit 64 noreply\r\n"),
-	CERR("cache_memlimit 0\r\n", FMT),
-	CERR("cache_memlimit 1073741825\r\n", FMT),
-	CERR("cache_memlimit x\r\n", FMT),
-	CERR("cache_memlimit -1\r\n", FMT),
+	REF("cache_memlimit 0\r\n", SMALL), /* -> MEMLIMIT_TOO_SMALL ... */
+	REF("cache_memlimit 7\r\n", SMALL),
+	REF("cache_memlimit -0\r\n", SMALL),
+	REF("cache_memlimit 7 x\r\n", SMALL),
+	REFNR("cache_memlimit 7 noreply\r\n", SMALL), /* -> nothing */
+	REF("cache_memlimit 4294967296\r\n", SMALL),  /* cut to 32 bits: 0 */
+	REF("cache_memlimit 1000000001\r\n", MIB),
+	REF("cache_memlimit 18446744073709551615\r\n", MIB),
+	ERR("cache_memlimit 18446744073709551616\r\n"),
+	ERR("cache_memlimit x\r\n"),
+	ERR("cache_memlimit -1\r\n"),
+	ERRNR("cache_memlimit x noreply\r\n"), /* -> nothing */
+	/* shutdown: the executor answers (not enabled, or a bad mode) */
+	OK("shutdown\r\n"),
+	OK("shutdown graceful\r\n"),
+	OK("shutdown x y\r\n"),
+	OK("shutdown noreply\r\n"),
 	/* verbosity */
 	ERR("verbosity\r\n"),
 	ERR("verbosity 1 x y\r\n"),
@@ -722,6 +741,21 @@ Test(text_lines, line_limits)
 	memcpy(buf + PROTO_LINE_MAX - 6, " 0 0 1\r\n", 8);
 	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 2, &test_lim, &req),
 		     PROTO_LINE_TOO_LONG);
+}
+
+Test(text_misc, shutdown_and_memlimit_fields)
+{
+	static const char sh[] = "shutdown  graceful x \r\n";
+	static const char mem[] = "cache_memlimit 4096 noreply\r\n";
+	struct proto_req req;
+
+	cr_assert_eq(PARSE(sh, &req), PROTO_OK);
+	cr_expect(req.cmd == PROTO_CMD_SHUTDOWN &&
+		  span_eq(sh, req.arg, "graceful x"));
+	cr_assert_eq(PARSE("shutdown\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.arg.len, 0);
+	cr_assert_eq(PARSE(mem, &req), PROTO_OK);
+	cr_expect(req.memlimit == 4096 && req.noreply);
 }
 
 Test(text_misc, stats_args)
