@@ -3,15 +3,22 @@
  * sent one request at a time, pipelined in one write, byte by byte and in
  * random pieces gives the same bytes back; request-line limits; 200
  * concurrent connections keep their own writes visible; a connection over
- * -c is refused cleanly.
+ * -c is refused cleanly; get lines of a megabyte; -p 0 with a unix socket.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -365,6 +372,93 @@ Test(conn, get_reply_past_connection_memory)
 	extra_conns[0] = hc_open(srv.port);
 	cr_assert_not_null(extra_conns[0]);
 	RT(extra_conns[0], "get big\r\n", "VALUE big 0 60000\r\n");
+}
+
+/* Starts the rhkvd under test with ARGV (after its name), stderr to
+ * /dev/null; returns its pid. */
+static pid_t spawn_rhkvd(const char *const *args)
+{
+	const char *path = getenv(H_ENV_SERVER);
+	const char *argv[16] = { NULL };
+	pid_t pid;
+	int n = 0;
+
+	if (!path || !*path)
+		path = getenv(H_ENV_SERVER_DEFAULT);
+	cr_assert(path && *path, "no rhkvd to start");
+	argv[n++] = path;
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: errno %d", errno);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (null >= 0)
+			dup2(null, 2);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Connects to the unix socket PATH within 5 s; -1 if it never listens. */
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	for (long long end = h_now_ms() + 5000; h_now_ms() < end;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		if (fd >= 0 &&
+		    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				   sizeof(tv));
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		h_sleep_ms(20);
+	}
+	return -1;
+}
+
+/* -p 0: no TCP listener, the unix socket alone serves; with no unix
+ * socket either, rhkvd refuses to start (exit code 64). */
+Test(conn, port_0_serves_the_unix_socket_only)
+{
+	char path[64], reply[64] = "";
+	const char *const argv[] = { "-p", "0", "-s", path, "-t", "1", NULL };
+	const char *const none[] = { "-p", "0", NULL };
+	pid_t pid;
+	int fd, status;
+	ssize_t n;
+
+	skip_on_memcached("the test starts rhkvd itself");
+	snprintf(path, sizeof(path), "/tmp/rhkv-test-%d.sock", (int)getpid());
+	pid = spawn_rhkvd(argv);
+	fd = connect_unix(path);
+	if (fd >= 0) {
+		n = write(fd, "version\r\n", 9) == 9
+			    ? read(fd, reply, sizeof(reply) - 1)
+			    : -1;
+		reply[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_geq(fd, 0, "no unix socket at %s", path);
+	cr_assert_eq(strncmp(reply, "VERSION ", 8), 0, "reply %s", reply);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "wait status %#x", status);
+
+	pid = spawn_rhkvd(none);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 64,
+		  "no listener at all: wait status %#x", status);
 }
 
 /*
