@@ -30,6 +30,8 @@ static const char *const messages[] = {
 	"invalid numeric delta argument",
 	"invalid exptime argument",
 	"bad data chunk",
+	"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m",
+	"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes",
 };
 
 static bool same_req(const struct proto_req *a, const struct proto_req *b)
@@ -167,7 +169,8 @@ static void check(const char *buf, size_t n, enum proto_status st,
 	}
 	CHECK(r->len > 0 && r->len <= n);
 	CHECK(memchr(buf, '\n', r->len) != NULL);
-	CHECK((st == PROTO_CLIENT_ERROR) == (r->error != NULL));
+	CHECK((st == PROTO_CLIENT_ERROR || st == PROTO_REFUSED) ==
+	      (r->error != NULL));
 	for (size_t i = 0; r->error && i < sizeof(messages) / sizeof(*messages);
 	     i++)
 		known = known || strcmp(r->error, messages[i]) == 0;
