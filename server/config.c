@@ -586,7 +586,8 @@ int config_check_access(struct config *cfg)
 
 	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
 		return rc;
-	if (cfg->password || cfg->no_protected_mode)
+	/* -p 0: no TCP listener, whatever -l says. */
+	if (cfg->password || cfg->no_protected_mode || cfg->port == 0)
 		return 0;
 	for (int i = 0; i < cfg->nlisten; i++) {
 		if (is_loopback(cfg->listen[i]))

@@ -173,6 +173,11 @@ Test(config, combinations)
 	cr_assert_eq(PARSE("-m", "2", "-I", "4m"), CONFIG_EXIT_USAGE);
 	cr_assert_eq(PARSE("-m", "1"), CONFIG_EXIT_USAGE); /* -I 1m */
 	cr_assert_eq(PARSE("-m", "1", "-I", "512k"), 0);
+	/* protected mode looks at TCP addresses only when TCP is on */
+	cr_assert_eq(PARSE("-l", "0.0.0.0"), 0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-p", "0", "-s", "/tmp/s", "-l", "0.0.0.0"), 0);
+	cr_assert_eq(config_check_access(&cfg), 0);
 }
 
 /* memcached's -A and -F. */
