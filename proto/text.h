@@ -154,7 +154,7 @@ struct proto_limits {
  * bytes appended, the same call parses further; no state is kept. Fills req
  * (offsets relative to buf) and returns a status above. Reads nothing past
  * buf[n - 1] and allocates nothing. lim may be NULL: the item size limit is
- * then PROTO_VALUE_MAX_DEFAULT.
+ * then PROTO_VALUE_MAX_DEFAULT and the get-line limit PROTO_GET_LINE_DEFAULT.
  *
  * A line ends at "\n", with or without "\r" before it, and holds at most
  * PROTO_LINE_MAX bytes before its "\n" (lim->max_get_line for a line that
