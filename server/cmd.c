@@ -4,7 +4,9 @@
  * (CAS, flags, exptime, auth) are written here once; the connection's
  * protocol spells the answer (protocol.h).
  */
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "conn.h"
@@ -225,6 +227,10 @@ static void exec_stats(struct conn *c, const struct request *r)
 
 static void exec_flush_all(struct conn *c, const struct request *r)
 {
+	if (c->w->srv->cfg.disable_flush_all) {
+		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_ALL_REFUSED);
+		return;
+	}
 	STAT_INC(&c->w->stats, cmd_flush);
 	cache_flush(c->w->srv->cache, r->delay);
 	say(c, r, REPLY_OK, NULL);
@@ -245,6 +251,30 @@ static void exec_memlimit(struct conn *c, const struct request *r)
 {
 	cache_set_limit(c->w->srv->cache, (uint64_t)r->memlimit << 20);
 	say(c, r, REPLY_OK, NULL);
+}
+
+/*
+ * shutdown [graceful], memcached's words: refused unless -A; with it, the
+ * connection closes without a reply and the process gets SIGTERM, whose
+ * handler on the main thread stops the server in order (main.c). Both
+ * modes stop alike: rhkvd's stop is always the graceful one.
+ */
+static void exec_shutdown(struct conn *c, const struct request *r)
+{
+	if (!c->w->srv->cfg.enable_shutdown) {
+		REPLY(c)->status(c, r, REPLY_ERROR,
+				 "ERROR: shutdown not enabled");
+		return;
+	}
+	if (r->arg.n != 0 &&
+	    !(r->arg.n == 8 && memcmp(r->arg.p, "graceful", 8) == 0)) {
+		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
+				 "invalid shutdown mode");
+		return;
+	}
+	log_info("shutdown command on connection %d: stopping", c->fd);
+	c->close_when_done = true;
+	kill(getpid(), SIGTERM);
 }
 
 static void exec_quit(struct conn *c, const struct request *r)
@@ -285,6 +315,7 @@ static const struct {
 	[REQ_SCAN] = { exec_scan, LAT_scan },
 	[REQ_CACHE_MEMLIMIT] = { exec_memlimit, LAT_other },
 	[REQ_AUTH] = { exec_auth, LAT_other },
+	[REQ_SHUTDOWN] = { exec_shutdown, LAT_other },
 	[REQ_NOOP] = { exec_noop, LAT_other },
 };
 

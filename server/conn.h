@@ -26,17 +26,18 @@ struct conn {
 	struct evbuffer *out;
 	const struct protocol *proto; /* NULL until the first byte */
 	void *pstate;		      /* the protocol's */
-	uint64_t swallow;      /* bytes of a too-large value to discard */
-	bool close_when_done;  /* quit, line too long, shutdown */
-	bool broken;	       /* output lost: close without a reply */
-	bool read_wants_write; /* the transport's read waits to write */
-	bool lingering;	       /* replies all sent, waiting for EOF */
-	int64_t linger_since;  /* seconds */
-	bool peer_eof;	       /* read 0: answer what is here, close */
-	bool authed;	       /* no password set, or auth succeeded */
-	int64_t last_active;   /* seconds: last request or write */
-	int64_t stalled_since; /* seconds: output pending, none written */
-	size_t accounted;      /* buffer bytes counted in conn_bytes */
+	uint64_t swallow;	  /* bytes of a too-large value to discard */
+	bool close_when_done;	  /* quit, line too long, shutdown */
+	bool broken;		  /* output lost: close without a reply */
+	bool read_wants_write;	  /* the transport's read waits to write */
+	bool lingering;		  /* replies all sent, waiting for EOF */
+	int64_t linger_since;	  /* seconds */
+	bool peer_eof;		  /* read 0: answer what is here, close */
+	bool authed;		  /* no password set, or auth succeeded */
+	int64_t last_active;	  /* seconds: last request or write */
+	int64_t stalled_since;	  /* seconds: output pending, none written */
+	size_t accounted;	  /* buffer bytes counted in conn_bytes */
+	uint32_t text_no_newline; /* the text decoder's hint (proto_text.c) */
 	struct conn *prev, *next;
 };
 

@@ -88,6 +88,15 @@ struct protocol {
 extern const struct protocol protocol_text;
 extern const struct protocol protocol_binary;
 
+/*
+ * The text protocol's longest get/gets/gat/gats line, "\n" excluded: the
+ * item size limit (-I, 1 MiB by default), at least PROTO_GET_LINE_MIN
+ * (64 KiB). memcached sets no limit; a longer line is answered
+ * "CLIENT_ERROR line too long" and the connection closes.
+ */
+struct config;
+size_t text_get_line_max(const struct config *cfg);
+
 /* Before auth, requests are held to this (Redis does the same before
  * login): a frame body, a value, and half the input buffer. */
 #define CONN_PREAUTH_LIMIT 4096

@@ -41,6 +41,7 @@ enum req_cmd {
 	REQ_SCAN,
 	REQ_CACHE_MEMLIMIT,
 	REQ_AUTH,
+	REQ_SHUTDOWN, /* arg: the mode ("" or "graceful": both stop alike) */
 	REQ_NOOP,
 	REQ_NCMDS /* how many */
 };
@@ -126,6 +127,9 @@ struct request {
 };
 
 struct conn;
+
+/* memcached's reply to flush_all under -F (--disable-flush-all). */
+#define CMD_FLUSH_ALL_REFUSED "flush_all not allowed"
 
 /* Runs a decoded request: the cache call, its statistics and its reply. */
 void cmd_execute(struct conn *c, const struct request *r);
