@@ -41,6 +41,7 @@ enum req_cmd {
 	REQ_SCAN,
 	REQ_CACHE_MEMLIMIT,
 	REQ_AUTH,
+	REQ_AUTH_MECHS, /* which auth mechanisms: OK, or no password */
 	REQ_NOOP,
 	REQ_NCMDS /* how many */
 };
@@ -99,7 +100,11 @@ struct request {
 	uint32_t flags;
 	int64_t exptime; /* as sent: relative, absolute or negative */
 	uint64_t cas;
-	uint64_t delta;		/* incr/decr */
+	uint64_t delta; /* incr/decr */
+	/* incr/decr of a missing key: store initial (with exptime) when
+	 * create is set, else answer NOT_FOUND. cas, when not 0, must match. */
+	bool create;
+	uint64_t initial;
 	int64_t delay;		/* flush_all */
 	uint32_t verbosity;	/* verbosity */
 	uint32_t memlimit;	/* cache_memlimit, MiB */
@@ -122,6 +127,10 @@ struct request {
 			uint32_t op;
 			const void *keys; /* mget: msgpack objects */
 		} bin;
+		struct {
+			uint32_t opaque;
+			uint8_t op; /* as sent: quiet and key variants */
+		} mcbin;
 	} p;
 };
 
