@@ -4,7 +4,7 @@
  * request, and the reply operations write memcached's responses straight
  * into the connection's output (values by reference when large). Quiet
  * variants are the encoder's business: it knows the opcode, and leaves
- * out what memcached leaves out (success; a miss or not-found). What is
+ * out what memcached leaves out (a success; a quiet get's miss). What is
  * supported, and where rhkvd differs from memcached: proto/MCBIN.md.
  */
 #include <string.h>
@@ -271,10 +271,7 @@ static void status(struct conn *c, const struct request *r,
 	(void)msg; /* memcached's texts are fixed per status */
 	if (st == REPLY_AUTH_REQUIRED)
 		c->close_when_done = true; /* memcached with SASL does so */
-	else if (st == REPLY_BYE && quiet(r))
-		return;
-	else if (quiet(r) &&
-		 (code == MCBIN_ST_OK || code == MCBIN_ST_NOT_FOUND))
+	else if (quiet(r) && code == MCBIN_ST_OK)
 		return;
 	respond(c, r, code, 0, none, none,
 		code ? str(mcbin_status_text(code)) : success_body(r), 0);

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,8 +232,8 @@ Test(mcbin_path, set_get_getk_with_opaque_flags_and_cas)
 	free_all(&o);
 }
 
-/* Quiet: nothing on success or not-found, errors still answered; hits of
- * GETQ/GETKQ answered; a NOOP ends the batch. */
+/* Quiet: nothing on success nor on a quiet get's miss; errors (not found
+ * included) and hits answered; a NOOP ends the batch. */
 Test(mcbin_path, quiet_variants)
 {
 	struct conn *c = conn_new_memory(&w);
@@ -254,15 +255,19 @@ Test(mcbin_path, quiet_variants)
 	simple(&o, MCBIN_GETQ, "q", 6); /* flushed: nothing */
 	simple(&o, MCBIN_NOOP, NULL, 7);
 	run(c, &o);
-	cr_assert_eq(got.count, 5, "%zu responses", got.count);
+	cr_assert_eq(got.count, 8, "%zu responses", got.count);
 	expect(0, MCBIN_GETKQ, 0, "1");
 	cr_assert_eq(got.r[0].h.opaque, 3);
-	expect(1, MCBIN_ADDQ, MCBIN_ST_EXISTS, "Data exists for key.");
-	expect(2, MCBIN_APPENDQ, MCBIN_ST_NOT_STORED, "Not stored.");
-	cr_assert_eq(got.r[2].h.opaque, 5);
-	expect(3, MCBIN_GATKQ, 0, "2");
-	expect(4, MCBIN_NOOP, 0, "");
-	cr_assert_eq(got.r[4].h.opaque, 7);
+	expect(1, MCBIN_DELETEQ, MCBIN_ST_NOT_FOUND, "Not found");
+	cr_assert_eq(got.r[1].h.opaque, 4);
+	expect(2, MCBIN_REPLACEQ, MCBIN_ST_NOT_FOUND, "Not found");
+	expect(3, MCBIN_ADDQ, MCBIN_ST_EXISTS, "Data exists for key.");
+	expect(4, MCBIN_APPENDQ, MCBIN_ST_NOT_STORED, "Not stored.");
+	cr_assert_eq(got.r[4].h.opaque, 5);
+	expect(5, MCBIN_INCREMENTQ, MCBIN_ST_NOT_FOUND, "Not found");
+	expect(6, MCBIN_GATKQ, 0, "2");
+	expect(7, MCBIN_NOOP, 0, "");
+	cr_assert_eq(got.r[7].h.opaque, 7);
 	free_all(&o);
 }
 
