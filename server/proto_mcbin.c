@@ -117,6 +117,19 @@ static void fill(struct request *r, const struct mcbin_req *q)
 		r->arg = plain_password(q);
 }
 
+/* A request refused from its header (its body may not be there): only
+ * what the response needs, the opcode and the opaque. */
+static void refuse(struct request *r, const struct mcbin_req *q, size_t len,
+		   enum reply_status st)
+{
+	*r = (struct request){
+		.cmd = REQ_NOOP,
+		.len = len,
+		.status = st,
+		.p.mcbin = { q->h.opaque, q->h.opcode },
+	};
+}
+
 static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
@@ -137,18 +150,13 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 		r->swallow = q.swallow;
 		return DECODE_TOO_LARGE;
 	case MCBIN_UNKNOWN:
-		fill(r, &q);
-		r->status = REPLY_ERROR;
+		refuse(r, &q, q.len, REPLY_ERROR);
 		return DECODE_REJECT;
 	case MCBIN_INVALID:
-		fill(r, &q);
-		r->len = n;
-		r->status = REPLY_CLIENT_ERROR;
+		refuse(r, &q, n, REPLY_CLIENT_ERROR);
 		return DECODE_CLOSE;
 	case MCBIN_BAD_LENGTHS:
-		fill(r, &q);
-		r->len = n;
-		r->status = REPLY_ERROR;
+		refuse(r, &q, n, REPLY_ERROR);
 		return DECODE_CLOSE;
 	case MCBIN_CLOSE:
 		break;

@@ -611,6 +611,13 @@ Test(mcbin_path, malformed_headers)
 	run(c, &o);
 	cr_assert_not(got.open);
 	expect(0, MCBIN_SET, MCBIN_ST_INVALID, "Invalid arguments");
+	/* SASL_AUTH with extras (found by fuzz_conn: the refusal read the
+	 * mechanism before the body was there). */
+	c = conn_new_memory(&w);
+	req(&o, MCBIN_SASL_AUTH, "\0\0\0\0", 4, "PLAIN", "\0u\0pw", 5, 0, 0);
+	run(c, &o);
+	cr_assert_not(got.open);
+	expect(0, MCBIN_SASL_AUTH, MCBIN_ST_INVALID, "Invalid arguments");
 
 	/* A body over the item size limit: closed from the header. */
 	c = conn_new_memory(&w);
