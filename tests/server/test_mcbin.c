@@ -52,6 +52,13 @@ TestSuite(mcbin, .init = start_default, .fini = teardown, .timeout = 60);
 
 static struct hbuf out;
 
+/* hbuf_add, but nothing for nothing (p may then be NULL). */
+static void add(struct hbuf *b, const void *p, size_t n)
+{
+	if (n)
+		hbuf_add(b, p, n);
+}
+
 static void req(uint8_t op, const void *extras, uint8_t extlen, const char *key,
 		const void *value, size_t nvalue, uint32_t opaque, uint64_t cas)
 {
@@ -68,10 +75,10 @@ static void req(uint8_t op, const void *extras, uint8_t extlen, const char *key,
 	char hdr[MCBIN_HEADER];
 
 	mcbin_header_write(hdr, &h);
-	hbuf_add(&out, hdr, sizeof(hdr));
-	hbuf_add(&out, extras, extlen);
-	hbuf_add(&out, key, nkey);
-	hbuf_add(&out, value, nvalue);
+	add(&out, hdr, sizeof(hdr));
+	add(&out, extras, extlen);
+	add(&out, key, nkey);
+	add(&out, value, nvalue);
 }
 
 static void simple(uint8_t op, const char *key, uint32_t opaque)
@@ -146,9 +153,9 @@ static uint64_t expect(uint8_t op, uint16_t status, uint32_t opaque,
 		     h_escape(esc[0], sizeof(esc[0]), wanthdr, MCBIN_HEADER),
 		     h_escape(esc[1], sizeof(esc[1]), hdr, MCBIN_HEADER));
 	mcbin_store32(e, flags);
-	hbuf_add(&body, e, extlen);
-	hbuf_add(&body, key, nkey);
-	hbuf_add(&body, value, nvalue);
+	add(&body, e, extlen);
+	add(&body, key, nkey);
+	add(&body, value, nvalue);
 	if (body.len) {
 		char m[H_MSG_CAP];
 

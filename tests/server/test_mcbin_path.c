@@ -45,6 +45,8 @@ struct out {
 
 static void put(struct out *o, const void *p, size_t n)
 {
+	if (!n)
+		return;
 	if (o->n + n > o->cap) {
 		o->cap = (o->n + n) * 2 + 64;
 		o->p = realloc(o->p, o->cap);
