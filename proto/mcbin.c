@@ -76,6 +76,24 @@ void mcbin_header_write(char out[MCBIN_HEADER], const struct mcbin_header *h)
 	mcbin_store64(out + 16, h->cas);
 }
 
+void mcbin_frame_header(char out[MCBIN_HEADER], uint8_t magic, uint8_t opcode,
+			uint16_t status, uint8_t extlen, uint16_t keylen,
+			uint32_t nvalue, uint32_t opaque, uint64_t cas)
+{
+	struct mcbin_header h = {
+		.magic = magic,
+		.opcode = opcode,
+		.keylen = keylen,
+		.extlen = extlen,
+		.vbucket = status,
+		.bodylen = (uint32_t)extlen + keylen + nvalue,
+		.opaque = opaque,
+		.cas = cas,
+	};
+
+	mcbin_header_write(out, &h);
+}
+
 /* Each known opcode: extras, key, value, quiet, base opcode. */
 #define L(ext, opt, key, val, q, base)                                    \
 	{                                                                 \

@@ -143,6 +143,13 @@ void mcbin_header_read(const char *buf, struct mcbin_header *h);
 /* Writes h (status in h->vbucket) as 24 bytes at out. */
 void mcbin_header_write(char out[MCBIN_HEADER], const struct mcbin_header *h);
 
+/* Writes the header of a request (MCBIN_MAGIC_REQ, vbucket 0) or of a
+ * response (MCBIN_MAGIC_RES, status) whose body is extras, key and value
+ * of these lengths. */
+void mcbin_frame_header(char out[MCBIN_HEADER], uint8_t magic, uint8_t opcode,
+			uint16_t status, uint8_t extlen, uint16_t keylen,
+			uint32_t nvalue, uint32_t opaque, uint64_t cas);
+
 /*
  * Parses the first request in buf[0..n). body_max bounds the body (the
  * frame is refused before anything of it is needed), value_max a storage

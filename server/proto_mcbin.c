@@ -188,18 +188,11 @@ static void respond(struct conn *c, const struct request *r, uint16_t status,
 		    struct part value, uint32_t item_bytes)
 {
 	char hdr[MCBIN_HEADER];
-	struct mcbin_header h = {
-		.magic = MCBIN_MAGIC_RES,
-		.opcode = r->p.mcbin.op,
-		.keylen = (uint16_t)key.n,
-		.extlen = (uint8_t)extras.n,
-		.vbucket = status,
-		.bodylen = (uint32_t)(extras.n + key.n + value.n) + item_bytes,
-		.opaque = r->p.mcbin.opaque,
-		.cas = cas,
-	};
 
-	mcbin_header_write(hdr, &h);
+	mcbin_frame_header(hdr, MCBIN_MAGIC_RES, r->p.mcbin.op, status,
+			   (uint8_t)extras.n, (uint16_t)key.n,
+			   (uint32_t)value.n + item_bytes, r->p.mcbin.opaque,
+			   cas);
 	conn_add(c, hdr, sizeof(hdr));
 	if (extras.n)
 		conn_add(c, extras.p, extras.n);

@@ -17,18 +17,10 @@ static size_t build(char *out, uint8_t op, const char *extras, uint8_t extlen,
 		    const char *key, uint16_t keylen, const char *value,
 		    uint32_t nvalue, uint32_t opaque, uint64_t cas)
 {
-	struct mcbin_header h = {
-		.magic = MCBIN_MAGIC_REQ,
-		.opcode = op,
-		.keylen = keylen,
-		.extlen = extlen,
-		.bodylen = extlen + keylen + nvalue,
-		.opaque = opaque,
-		.cas = cas,
-	};
 	size_t n = MCBIN_HEADER;
 
-	mcbin_header_write(out, &h);
+	mcbin_frame_header(out, MCBIN_MAGIC_REQ, op, 0, extlen, keylen, nvalue,
+			   opaque, cas);
 	memcpy(out + n, extras, extlen);
 	n += extlen;
 	memcpy(out + n, key, keylen);

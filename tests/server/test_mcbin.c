@@ -63,18 +63,10 @@ static void req(uint8_t op, const void *extras, uint8_t extlen, const char *key,
 		const void *value, size_t nvalue, uint32_t opaque, uint64_t cas)
 {
 	size_t nkey = key ? strlen(key) : 0;
-	struct mcbin_header h = {
-		.magic = MCBIN_MAGIC_REQ,
-		.opcode = op,
-		.keylen = (uint16_t)nkey,
-		.extlen = extlen,
-		.bodylen = (uint32_t)(extlen + nkey + nvalue),
-		.opaque = opaque,
-		.cas = cas,
-	};
 	char hdr[MCBIN_HEADER];
 
-	mcbin_header_write(hdr, &h);
+	mcbin_frame_header(hdr, MCBIN_MAGIC_REQ, op, 0, extlen, (uint16_t)nkey,
+			   (uint32_t)nvalue, opaque, cas);
 	add(&out, hdr, sizeof(hdr));
 	add(&out, extras, extlen);
 	add(&out, key, nkey);
@@ -128,15 +120,6 @@ static uint64_t expect(uint8_t op, uint16_t status, uint32_t opaque,
 {
 	size_t nkey = key ? strlen(key) : 0;
 	uint8_t extlen = has_flags ? 4 : 0;
-	struct mcbin_header want = {
-		.magic = MCBIN_MAGIC_RES,
-		.opcode = op,
-		.keylen = (uint16_t)nkey,
-		.extlen = extlen,
-		.vbucket = status,
-		.bodylen = (uint32_t)(extlen + nkey + nvalue),
-		.opaque = opaque,
-	};
 	char hdr[MCBIN_HEADER], wanthdr[MCBIN_HEADER], esc[2][200];
 	struct mcbin_header h;
 	struct hbuf body = { 0 };
@@ -146,8 +129,8 @@ static uint64_t expect(uint8_t op, uint16_t status, uint32_t opaque,
 	got = hc_read(c, hdr, MCBIN_HEADER, H_TIMEOUT_MS);
 	cr_assert_eq(got, MCBIN_HEADER, "op %#x: %zu header bytes", op, got);
 	mcbin_header_read(hdr, &h);
-	want.cas = h.cas;
-	mcbin_header_write(wanthdr, &want);
+	mcbin_frame_header(wanthdr, MCBIN_MAGIC_RES, op, status, extlen,
+			   (uint16_t)nkey, (uint32_t)nvalue, opaque, h.cas);
 	cr_assert_eq(memcmp(hdr, wanthdr, MCBIN_HEADER), 0,
 		     "header: expected %s got %s",
 		     h_escape(esc[0], sizeof(esc[0]), wanthdr, MCBIN_HEADER),

@@ -61,18 +61,10 @@ static void req(struct out *o, uint8_t op, const void *extras, uint8_t extlen,
 		uint32_t opaque, uint64_t cas)
 {
 	size_t nkey = key ? strlen(key) : 0;
-	struct mcbin_header h = {
-		.magic = MCBIN_MAGIC_REQ,
-		.opcode = op,
-		.keylen = (uint16_t)nkey,
-		.extlen = extlen,
-		.bodylen = (uint32_t)(extlen + nkey + nvalue),
-		.opaque = opaque,
-		.cas = cas,
-	};
 	char hdr[MCBIN_HEADER];
 
-	mcbin_header_write(hdr, &h);
+	mcbin_frame_header(hdr, MCBIN_MAGIC_REQ, op, 0, extlen, (uint16_t)nkey,
+			   (uint32_t)nvalue, opaque, cas);
 	put(o, hdr, sizeof(hdr));
 	put(o, extras, extlen);
 	put(o, key, nkey);
