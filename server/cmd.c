@@ -201,9 +201,6 @@ static void exec_incr(struct conn *c, const struct request *r)
 	case CACHE_NON_NUMERIC:
 		say(c, r, REPLY_NON_NUMERIC, NULL);
 		return;
-	case CACHE_NOT_STORED:
-		say(c, r, REPLY_NOT_STORED, NULL);
-		return;
 	default:
 		say(c, r, REPLY_NO_MEMORY, "out of memory");
 		return;

@@ -1,8 +1,9 @@
 /*
  * The protocol-neutral middle of the request path. Every decoder (text,
- * binary) fills one struct request; one executor (cmd.c) runs it against
- * the cache, counts it and picks its latency class; it answers through
- * the reply operations of the connection's protocol (protocol.h). A new
+ * msgpack, memcached binary) fills one struct request; one executor
+ * (cmd.c) runs it against the cache, counts it and picks its latency
+ * class; it answers through the reply operations of the connection's
+ * protocol (protocol.h). A new
  * command is one executor case plus its encodings; a new protocol is a
  * decoder plus a set of reply operations.
  *
