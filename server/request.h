@@ -3,9 +3,8 @@
  * msgpack, memcached binary) fills one struct request; one executor
  * (cmd.c) runs it against the cache, counts it and picks its latency
  * class; it answers through the reply operations of the connection's
- * protocol (protocol.h). A new
- * command is one executor case plus its encodings; a new protocol is a
- * decoder plus a set of reply operations.
+ * protocol (protocol.h). A new command is one executor case plus its
+ * encodings; a new protocol is a decoder plus a set of reply operations.
  *
  * A request points into the connection's input buffer (keys, values): it
  * is valid until the batch loop consumes its bytes.
