@@ -533,14 +533,21 @@ Test(mcbin, sasl_without_a_password_is_unknown)
 	sync_noop();
 }
 
+/*
+ * With a password (--auth-file). memcached needs -S for SASL, and then
+ * refuses the text protocol the harness starts it with: skipped there.
+ * The same requests to memcached 1.6.18 -S gave these bytes (LIST_MECHS
+ * "PLAIN", failures 0x20 "Auth failure.", a command before auth 0x20 and
+ * the close), but for VERSION, which memcached answers before auth.
+ */
 static void start_with_password(void)
 {
-	int fd;
 	const char *extra[] = { "--auth-file", pwfile, NULL };
+	int fd;
 
 	if (srv_kind_from_env() == SRV_MEMCACHED)
-		cr_skip_test("SASL needs memcached -S and a SASL database; "
-			     "the unit test covers it");
+		cr_skip_test("memcached -S refuses the text protocol the "
+			     "harness starts it with");
 	fd = mkstemp(pwfile);
 	cr_assert_geq(fd, 0);
 	pwfile_made = true;
@@ -552,15 +559,27 @@ static void start_with_password(void)
 TestSuite(mcbin_sasl, .init = start_with_password, .fini = teardown,
 	  .timeout = 60);
 
-Test(mcbin_sasl, plain_with_the_auth_file_password)
+Test(mcbin_sasl, list_mechs_and_a_failure)
 {
 	simple(MCBIN_SASL_LIST_MECHS, NULL, 0);
 	req(MCBIN_SASL_AUTH, NULL, 0, "PLAIN", "\0u\0nope", 7, 1, 0);
-	req(MCBIN_SASL_AUTH, NULL, 0, "PLAIN", "\0u\0s3cret", 9, 2, 0);
-	store(MCBIN_SET, "k", "v", 0, 0);
+	req(MCBIN_SASL_AUTH, NULL, 0, "CRAM-MD5", "xx", 2, 2, 0);
 	send_all();
 	expect(MCBIN_SASL_LIST_MECHS, 0, 0, false, 0, NULL, "PLAIN", 5);
 	expect_status(MCBIN_SASL_AUTH, MCBIN_ST_AUTH_ERROR, 1);
+	expect_status(MCBIN_SASL_AUTH, MCBIN_ST_AUTH_ERROR, 2);
+	/* Still unauthenticated: the next command is refused, and closes. */
+	simple(MCBIN_NOOP, NULL, 3);
+	send_all();
+	expect_status(MCBIN_NOOP, MCBIN_ST_AUTH_ERROR, 3);
+	expect_closed();
+}
+
+Test(mcbin_sasl, plain_with_the_auth_file_password)
+{
+	req(MCBIN_SASL_AUTH, NULL, 0, "PLAIN", "\0u\0s3cret", 9, 2, 0);
+	store(MCBIN_SET, "k", "v", 0, 0);
+	send_all();
 	expect(MCBIN_SASL_AUTH, 0, 2, false, 0, NULL, "Authenticated", 13);
 	expect_status(MCBIN_SET, 0, 0);
 }
