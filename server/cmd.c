@@ -5,6 +5,8 @@
  * protocol spells the answer (protocol.h).
  */
 #include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -118,9 +120,29 @@ static void exec_store(struct conn *c, const struct request *r)
 	}
 }
 
+/* A delete with a cas (memcached's binary protocol): the item's cas must
+ * match. Checked before the delete, not atomically with it. */
+static bool delete_cas_differs(struct conn *c, const struct request *r)
+{
+	struct item *it;
+	bool differs;
+
+	rhkv_rcu_read_lock();
+	it = cache_find(c->w->srv->cache, r->key, NULL);
+	differs = it && it->cas != r->cas;
+	rhkv_rcu_read_unlock();
+	return differs;
+}
+
 static void exec_delete(struct conn *c, const struct request *r)
 {
-	bool hit = cache_delete(c->w->srv->cache, r->key);
+	bool hit;
+
+	if (r->cas && delete_cas_differs(c, r)) {
+		say(c, r, REPLY_EXISTS, NULL);
+		return;
+	}
+	hit = cache_delete(c->w->srv->cache, r->key);
 
 	if (hit)
 		STAT_INC(&c->w->stats, delete_hits);
@@ -129,24 +151,54 @@ static void exec_delete(struct conn *c, const struct request *r)
 	say(c, r, hit ? REPLY_DELETED : REPLY_NOT_FOUND, NULL);
 }
 
+/* incr/decr of a missing key with r->create: stores r->initial (as its
+ * decimal digits) if nothing else has been stored meanwhile. */
+static enum cache_result incr_create(struct conn *c, const struct request *r,
+				     uint64_t *value, uint64_t *cas)
+{
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%" PRIu64, r->initial);
+
+	*value = r->initial;
+	return cache_store(c->w->srv->cache, c->w->id, CACHE_ADD, r->key, 0,
+			   cache_abs_exptime(r->exptime), num, (uint32_t)n, 0,
+			   cas);
+}
+
 static void exec_incr(struct conn *c, const struct request *r)
 {
 	struct thread_stats *st = &c->w->stats;
 	bool incr = r->cmd == REQ_INCR;
-	uint64_t value = 0;
-	enum cache_result res;
+	uint64_t value = 0, cas = 0;
+	enum cache_result res = CACHE_NOT_FOUND;
+	bool created = false;
 
-	res = cache_incr(c->w->srv->cache, c->w->id, r->key, incr, r->delta,
-			 &value);
+	/* A create that loses a race with another store: incr again. */
+	for (int tries = 0; tries < 2 && !created; tries++) {
+		res = cache_incr(c->w->srv->cache, c->w->id, r->key, incr,
+				 r->delta, r->cas, &value, &cas);
+		if (res != CACHE_NOT_FOUND || !r->create || r->cas)
+			break;
+		res = incr_create(c, r, &value, &cas);
+		created = res != CACHE_NOT_STORED;
+	}
 	switch (res) {
 	case CACHE_STORED:
-		incr ? STAT_INC(st, incr_hits) : STAT_INC(st, decr_hits);
+		if (created)
+			incr ? STAT_INC(st, incr_misses)
+			     : STAT_INC(st, decr_misses);
+		else
+			incr ? STAT_INC(st, incr_hits)
+			     : STAT_INC(st, decr_hits);
 		if (!r->noreply)
-			REPLY(c)->number(c, r, value);
+			REPLY(c)->number(c, r, value, cas);
 		return;
 	case CACHE_NOT_FOUND:
 		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
 		say(c, r, REPLY_NOT_FOUND, NULL);
+		return;
+	case CACHE_EXISTS:
+		say(c, r, REPLY_EXISTS, NULL);
 		return;
 	case CACHE_NON_NUMERIC:
 		say(c, r, REPLY_NON_NUMERIC, NULL);
@@ -209,6 +261,14 @@ static void exec_auth(struct conn *c, const struct request *r)
 		STAT_INC(&c->w->stats, auth_errors);
 		REPLY(c)->status(c, r, REPLY_AUTH_FAILED, NULL);
 	}
+}
+
+/* Auth mechanisms (SASL LIST_MECHS): the protocol names them. */
+static void exec_auth_mechs(struct conn *c, const struct request *r)
+{
+	REPLY(c)->status(c, r,
+			 c->w->srv->cfg.password ? REPLY_OK : REPLY_NO_PASSWORD,
+			 NULL);
 }
 
 static void exec_stats(struct conn *c, const struct request *r)
@@ -316,6 +376,7 @@ static const struct {
 	[REQ_CACHE_MEMLIMIT] = { exec_memlimit, LAT_other },
 	[REQ_AUTH] = { exec_auth, LAT_other },
 	[REQ_SHUTDOWN] = { exec_shutdown, LAT_other },
+	[REQ_AUTH_MECHS] = { exec_auth_mechs, LAT_other },
 	[REQ_NOOP] = { exec_noop, LAT_other },
 };
 

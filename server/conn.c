@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/mcbin.h"
+#include "proto/text.h"
 #include "protocol.h"
 #include "server.h"
 #include "transport.h"
@@ -162,7 +164,8 @@ static size_t pending(const struct conn *c)
 /* Whether a request may run before the connection has authenticated. */
 static bool allowed_before_auth(const struct request *r)
 {
-	return r->cmd == REQ_AUTH || r->cmd == REQ_QUIT;
+	return r->cmd == REQ_AUTH || r->cmd == REQ_AUTH_MECHS ||
+	       r->cmd == REQ_QUIT;
 }
 
 /* Acts on one decoded request (or a decoder's refusal). */
@@ -260,11 +263,16 @@ static size_t run_batch(struct conn *c)
 	return off;
 }
 
-/* The first byte tells the protocol: a binary frame's length starts with
- * 0x00, which no text command does. */
+/* The first byte tells the protocol: a msgpack frame's length starts with
+ * 0x00, a memcached binary request with its magic 0x80; no text command
+ * starts with either. */
 static bool choose_protocol(struct conn *c)
 {
-	c->proto = c->rbuf[0] == 0 ? &protocol_binary : &protocol_text;
+	unsigned char b = (unsigned char)c->rbuf[0];
+
+	c->proto = b == 0		  ? &protocol_binary
+		   : b == MCBIN_MAGIC_REQ ? &protocol_mcbin
+					  : &protocol_text;
 	return !c->proto->open || c->proto->open(c) == 0;
 }
 

@@ -184,6 +184,7 @@ static void fill(struct request *r, const struct proto_bin_req *q)
 	r->exptime = q->exptime;
 	r->cas = q->cas;
 	r->delta = q->delta;
+	r->create = false;
 	r->delay = q->delay;
 	r->cursor = q->cursor;
 	r->count = q->count;
@@ -336,7 +337,7 @@ static void status(struct conn *c, const struct request *r,
 	frame_end(s, f);
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v)
+static void pack_number(struct conn *c, const struct request *r, uint64_t v)
 {
 	struct bin_state *s = state(c);
 	size_t f = frame_begin(s);
@@ -344,6 +345,13 @@ static void number(struct conn *c, const struct request *r, uint64_t v)
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_uint64(&s->pk, v);
 	frame_end(s, f);
+}
+
+static void number(struct conn *c, const struct request *r, uint64_t v,
+		   uint64_t cas)
+{
+	(void)cas;
+	pack_number(c, r, v);
 }
 
 static void version(struct conn *c, const struct request *r, const char *v)
@@ -458,7 +466,7 @@ static void values_end(struct conn *c, const struct request *r)
 
 static void stored(struct conn *c, const struct request *r, uint64_t cas)
 {
-	number(c, r, cas);
+	pack_number(c, r, cas);
 }
 
 static void key(struct conn *c, const struct request *r, const char *k,

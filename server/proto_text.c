@@ -72,6 +72,7 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 	r->exptime = q->exptime;
 	r->cas = q->cas;
 	r->delta = q->delta;
+	r->create = false;
 	r->delay = q->delay;
 	r->verbosity = q->verbosity;
 	r->memlimit = q->memlimit;
@@ -207,12 +208,14 @@ static void stored(struct conn *c, const struct request *r, uint64_t cas)
 	conn_add(c, "STORED\r\n", 8);
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v)
+static void number(struct conn *c, const struct request *r, uint64_t v,
+		   uint64_t cas)
 {
 	char buf[24];
 	int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\r\n", v);
 
 	(void)r;
+	(void)cas;
 	conn_add(c, buf, (size_t)n);
 }
 

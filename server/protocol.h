@@ -2,9 +2,10 @@
  * A protocol front end: what the connection's batch loop (conn.c) needs
  * from a protocol, and nothing else. A decoder turns input bytes into a
  * struct request; reply operations turn the executor's answers into bytes
- * in the connection's output. Two front ends exist: memcached's text
- * protocol (proto_text.c) and rhkv's msgpack protocol (proto_binary.c);
- * the first byte a client sends chooses one.
+ * in the connection's output. Three front ends exist: memcached's text
+ * protocol (proto_text.c), rhkv's msgpack protocol (proto_binary.c) and
+ * memcached's binary protocol (proto_mcbin.c); the first byte a client
+ * sends chooses one.
  *
  * Everything here runs on the connection's worker thread.
  */
@@ -47,7 +48,9 @@ struct reply_ops {
 	void (*status)(struct conn *c, const struct request *r,
 		       enum reply_status st, const char *msg);
 	void (*stored)(struct conn *c, const struct request *r, uint64_t cas);
-	void (*number)(struct conn *c, const struct request *r, uint64_t v);
+	/* incr/decr: the new value and the item's cas. */
+	void (*number)(struct conn *c, const struct request *r, uint64_t v,
+		       uint64_t cas);
 	void (*version)(struct conn *c, const struct request *r, const char *s);
 	void (*values_begin)(struct conn *c, const struct request *r);
 	/* A live item, inside the RCU read-side section. */
@@ -87,6 +90,7 @@ struct protocol {
 
 extern const struct protocol protocol_text;
 extern const struct protocol protocol_binary;
+extern const struct protocol protocol_mcbin;
 
 /*
  * The text protocol's longest get/gets/gat/gats line, "\n" excluded: the

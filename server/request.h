@@ -1,10 +1,10 @@
 /*
  * The protocol-neutral middle of the request path. Every decoder (text,
- * binary) fills one struct request; one executor (cmd.c) runs it against
- * the cache, counts it and picks its latency class; it answers through
- * the reply operations of the connection's protocol (protocol.h). A new
- * command is one executor case plus its encodings; a new protocol is a
- * decoder plus a set of reply operations.
+ * msgpack, memcached binary) fills one struct request; one executor
+ * (cmd.c) runs it against the cache, counts it and picks its latency
+ * class; it answers through the reply operations of the connection's
+ * protocol (protocol.h). A new command is one executor case plus its
+ * encodings; a new protocol is a decoder plus a set of reply operations.
  *
  * A request points into the connection's input buffer (keys, values): it
  * is valid until the batch loop consumes its bytes.
@@ -41,7 +41,8 @@ enum req_cmd {
 	REQ_SCAN,
 	REQ_CACHE_MEMLIMIT,
 	REQ_AUTH,
-	REQ_SHUTDOWN, /* arg: the mode ("" or "graceful": both stop alike) */
+	REQ_SHUTDOWN,	/* arg: the mode ("" or "graceful": both stop alike) */
+	REQ_AUTH_MECHS, /* which auth mechanisms: OK, or no password */
 	REQ_NOOP,
 	REQ_NCMDS /* how many */
 };
@@ -100,7 +101,11 @@ struct request {
 	uint32_t flags;
 	int64_t exptime; /* as sent: relative, absolute or negative */
 	uint64_t cas;
-	uint64_t delta;		/* incr/decr */
+	uint64_t delta; /* incr/decr */
+	/* incr/decr of a missing key: store initial (with exptime) when
+	 * create is set, else answer NOT_FOUND. cas, when not 0, must match. */
+	bool create;
+	uint64_t initial;
 	int64_t delay;		/* flush_all */
 	uint32_t verbosity;	/* verbosity */
 	uint32_t memlimit;	/* cache_memlimit, MiB */
@@ -123,6 +128,10 @@ struct request {
 			uint32_t op;
 			const void *keys; /* mget: msgpack objects */
 		} bin;
+		struct {
+			uint32_t opaque;
+			uint8_t op; /* as sent: quiet and key variants */
+		} mcbin;
 	} p;
 };
 
