@@ -39,7 +39,7 @@ enum rhkv_error {
 	RHKV_ENOTSTORED = -2,	/* add: exists; replace/append: missing */
 	RHKV_EEXISTS = -3,	/* cas: the item changed */
 	RHKV_ETOOLARGE = -4,	/* value above the server's item size limit */
-	RHKV_EBADKEY = -5,	/* empty, > 250 bytes, space or control byte */
+	RHKV_EBADKEY = -5,	/* empty, > 250 bytes, space, \n or NUL */
 	RHKV_ETIMEDOUT = -6,	/* no reply within the I/O timeout */
 	RHKV_ECONN = -7,	/* cannot connect, or the connection was lost */
 	RHKV_ESERVER = -8,	/* the server failed (out of memory, ...) */

@@ -314,12 +314,7 @@ static bool get_bytes(const msgpack_object *o, struct proto_bin_bytes *b)
 
 bool proto_bin_key_ok(const char *p, size_t n)
 {
-	if (n == 0 || n > PROTO_BIN_KEY_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)p[i] <= ' ' || p[i] == 0x7f)
-			return false;
-	return true;
+	return n <= PROTO_BIN_KEY_MAX && proto_key_ok(p, n);
 }
 
 bool proto_bin_mget_key(const struct proto_bin_req *req, uint32_t i,

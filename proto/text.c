@@ -20,6 +20,10 @@
 #define MSG_DELTA   "invalid numeric delta argument"
 #define MSG_EXPTIME "invalid exptime argument"
 #define MSG_CHUNK   "bad data chunk"
+#define MSG_MEMLIMIT_SMALL \
+	"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
+#define MSG_MEMLIMIT_MIB \
+	"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"
 
 /* A request line split on spaces, as memcached splits it. */
 struct line {
@@ -91,46 +95,60 @@ static bool is_get_line(const char *buf)
 	return false;
 }
 
+/* The get-line limit lim gives. */
+static size_t get_line_max(const struct proto_limits *lim)
+{
+	uint32_t max = lim != NULL ? lim->max_get_line : 0;
+
+	if (max == 0)
+		return PROTO_GET_LINE_DEFAULT;
+	return max < PROTO_GET_LINE_MIN ? PROTO_GET_LINE_MIN : max;
+}
+
 /*
  * Finds the first line's "\n" within its length limit. The answer depends
  * only on the first limit + 1 bytes, so every prefix of a request agrees.
+ * The search starts past lim->no_newline; *searched tells how far it went
+ * when there is no "\n" yet.
  */
-static enum proto_status line_find(const char *buf, size_t n, struct line *l)
+static enum proto_status line_find(const char *buf, size_t n,
+				   const struct proto_limits *lim,
+				   struct line *l, uint32_t *searched)
 {
-	size_t win = n < PROTO_LINE_MAX + 1 ? n : PROTO_LINE_MAX + 1;
-	const char *nl = memchr(buf, '\n', win);
+	size_t max = PROTO_LINE_MAX, win, from;
+	const char *nl;
 
+	if (n > PROTO_LINE_MAX && is_get_line(buf))
+		max = get_line_max(lim);
+	win = n < max + 1 ? n : max + 1;
+	from = lim != NULL ? lim->no_newline : 0;
+	if (from > win)
+		from = win;
+	nl = memchr(buf + from, '\n', win - from);
 	if (nl == NULL) {
-		if (n <= PROTO_LINE_MAX)
-			return PROTO_NEED_MORE;
-		if (!is_get_line(buf))
+		if (n > max)
 			return PROTO_LINE_TOO_LONG;
-		win = n < PROTO_GET_LINE_MAX + 1 ? n : PROTO_GET_LINE_MAX + 1;
-		nl = memchr(buf + PROTO_LINE_MAX + 1, '\n',
-			    win - (PROTO_LINE_MAX + 1));
-		if (nl == NULL)
-			return n > PROTO_GET_LINE_MAX ? PROTO_LINE_TOO_LONG
-						      : PROTO_NEED_MORE;
+		*searched = (uint32_t)n;
+		return PROTO_NEED_MORE;
 	}
 	l->buf = buf;
 	l->end = (uint32_t)(nl - buf);
 	l->total = l->end + 1;
 	if (l->end > 0 && buf[l->end - 1] == '\r')
 		l->end--;
+	/* memcached reads the line as a C string: a NUL ends its content. */
+	nl = memchr(buf, '\0', l->end);
+	if (nl != NULL)
+		l->end = (uint32_t)(nl - buf);
 	return PROTO_OK;
 }
 
-/* 1..PROTO_KEY_MAX bytes, none of them a control character. */
+/* A token of a line: it holds no ' ', '\n' or NUL by construction, so only
+ * its length is left to check. */
 static bool key_valid(const char *buf, struct proto_span k)
 {
-	if (k.len == 0 || k.len > PROTO_KEY_MAX)
-		return false;
-	for (uint32_t i = 0; i < k.len; i++) {
-		unsigned char c = (unsigned char)buf[k.off + i];
-		if (c < 0x20 || c == 0x7f)
-			return false;
-	}
-	return true;
+	(void)buf;
+	return k.len != 0 && k.len <= PROTO_KEY_MAX;
 }
 
 /* The white space strtol() skips, less ' ' and '\n' (never in a token). */
@@ -375,15 +393,44 @@ static enum proto_status parse_verbosity(const struct line *l,
 	return PROTO_OK;
 }
 
+/*
+ * cache_memlimit <MiB> [noreply], as memcached 1.6.18 reads it: a number
+ * that is no unsigned number is ERROR; one that is, cut to 32 bits (as
+ * memcached stores it), must be 8..1000000000. noreply silences all three
+ * errors.
+ */
 static enum proto_status parse_memlimit(const struct line *l,
 					struct proto_req *req)
 {
+	uint64_t v;
+
 	if (l->ntok != 2 && l->ntok != 3)
 		return PROTO_ERROR;
 	req->noreply = last_is_noreply(l);
-	if (!parse_u32(l->buf, l->tok[1], &req->memlimit) ||
-	    req->memlimit == 0 || req->memlimit > (1u << 30))
-		return client_error(req, MSG_FORMAT);
+	if (!parse_u64(l->buf, l->tok[1], &v))
+		return PROTO_ERROR;
+	req->memlimit = (uint32_t)v;
+	if (req->memlimit < 8) {
+		req->error = MSG_MEMLIMIT_SMALL;
+		return PROTO_REFUSED;
+	}
+	if (req->memlimit > 1000000000) {
+		req->error = MSG_MEMLIMIT_MIB;
+		return PROTO_REFUSED;
+	}
+	return PROTO_OK;
+}
+
+/* shutdown [mode]: the executor judges the mode (after whether shutdown is
+ * enabled at all), so the rest of the line goes to it whole. */
+static enum proto_status parse_shutdown(const struct line *l,
+					struct proto_req *req)
+{
+	uint32_t cmd_end = l->tok[0].off + l->tok[0].len;
+
+	req->arg.off = l->ntok > 1 ? l->tok[1].off : cmd_end;
+	req->arg.len =
+		l->ntok > 1 ? l->last.off + l->last.len - l->tok[1].off : 0;
 	return PROTO_OK;
 }
 
@@ -519,6 +566,7 @@ static const struct {
 	{ "auth", PROTO_CMD_AUTH },
 	{ "lru_crawler", PROTO_CMD_LRU_CRAWLER },
 	{ "watch", PROTO_CMD_WATCH },
+	{ "shutdown", PROTO_CMD_SHUTDOWN },
 };
 
 /*
@@ -588,6 +636,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_lru_crawler(l, req);
 	case PROTO_CMD_WATCH:
 		return parse_watch(l, req);
+	case PROTO_CMD_SHUTDOWN:
+		return parse_shutdown(l, req);
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;
@@ -603,7 +653,7 @@ enum proto_status proto_text_parse(const char *buf, size_t n,
 	enum proto_status st;
 
 	memset(req, 0, sizeof(*req));
-	st = line_find(buf, n, &l);
+	st = line_find(buf, n, lim, &l, &req->no_newline);
 	if (st != PROTO_OK)
 		return st;
 	req->len = l.total;

@@ -13,9 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_KEY_MAX		 250 /* bytes, as memcached */
-#define PROTO_LINE_MAX		 2048 /* a command line, without its data block */
-#define PROTO_GET_LINE_MAX	 65536 /* get/gets/gat/gats with many keys */
+#define PROTO_KEY_MAX  250  /* bytes, as memcached */
+#define PROTO_LINE_MAX 2048 /* a command line, without its data block */
+/* get/gets/gat/gats lines with many keys: their length limit is
+ * proto_limits.max_get_line, never below PROTO_GET_LINE_MIN. */
+#define PROTO_GET_LINE_MIN	 65536
+#define PROTO_GET_LINE_DEFAULT	 (1024u * 1024u) /* max_get_line 0 */
 #define PROTO_SCAN_COUNT_DEFAULT 10
 #define PROTO_SCAN_COUNT_MAX	 1000
 /* The largest <bytes> memcached accepts on a storage line (INT_MAX - 2). */
@@ -48,6 +51,7 @@ enum proto_cmd {
 	PROTO_CMD_AUTH,
 	PROTO_CMD_LRU_CRAWLER,
 	PROTO_CMD_WATCH,
+	PROTO_CMD_SHUTDOWN,
 };
 
 /* What `watch` streams (req->flags): memcached's words for them. */
@@ -62,7 +66,8 @@ enum proto_status {
 	PROTO_NEED_MORE,
 	/* Unknown command, or a known one with a wrong number of tokens:
 	 * reply "ERROR\r\n", consume req->len bytes (the line only: a
-	 * storage command's data block is then parsed as commands). */
+	 * storage command's data block is then parsed as commands). Silent
+	 * when req->noreply (only cache_memlimit's bad number sets it). */
 	PROTO_ERROR,
 	/* Reply "CLIENT_ERROR <req->error>\r\n", consume req->len bytes:
 	 * the line only, except "bad data chunk" (line, <bytes> + 2). */
@@ -75,6 +80,10 @@ enum proto_status {
 	 * parsed: a set of that key removes the old item, as memcached does.
 	 */
 	PROTO_TOO_LARGE,
+	/* A request refused with a reply of its own: reply req->error as
+	 * it is, with "\r\n" and no prefix, unless req->noreply; consume
+	 * req->len bytes. (cache_memlimit's MEMLIMIT_... answers.) */
+	PROTO_REFUSED,
 	/* The line exceeds its limit: reply "CLIENT_ERROR line too long\r\n"
 	 * and close the connection. */
 	PROTO_LINE_TOO_LONG,
@@ -113,10 +122,12 @@ struct proto_req {
 	uint64_t delta;	       /* incr/decr */
 	int64_t delay;	       /* flush_all; 0 when absent */
 	uint32_t verbosity;    /* verbosity */
-	uint32_t memlimit;     /* cache_memlimit: MiB, >= 1 */
+	uint32_t memlimit;     /* cache_memlimit: MiB, 8..1000000000 */
 	struct proto_span arg; /* stats: the sub-command ("" when none);
 				  auth: the password; lru_crawler: the
-				  sub-command (metadump, crawl) */
+				  sub-command (metadump, crawl);
+				  shutdown: the rest of the line ("" when
+				  none) */
 	/* stats, lru_crawler: what follows the sub-command, from its next
 	 * token to the end of the last one ("" when none), e.g. "on" in
 	 * "stats detail on", "all" in "lru_crawler metadump all". */
@@ -127,11 +138,25 @@ struct proto_req {
 	struct proto_span match; /* scan: the glob */
 	const char *error;	 /* PROTO_CLIENT_ERROR: the message */
 	uint64_t swallow;	 /* PROTO_TOO_LARGE: bytes to discard */
+	/* PROTO_NEED_MORE before the line's "\n": bytes searched for it (all
+	 * of buf), for lim->no_newline of the next call; 0 otherwise. */
+	uint32_t no_newline;
 };
 
 struct proto_limits {
 	uint32_t max_value; /* item size limit (-I); a value of more bytes is
 			       PROTO_TOO_LARGE */
+	/* The most bytes a get/gets/gat/gats line holds before its "\n"; 0:
+	 * PROTO_GET_LINE_DEFAULT; below PROTO_GET_LINE_MIN counts as that. */
+	uint32_t max_get_line;
+	/*
+	 * A hint, 0 when none: the first no_newline bytes of the buffer are
+	 * known to hold no "\n" (req->no_newline of an earlier call on the
+	 * same request that returned PROTO_NEED_MORE). The search for the end
+	 * of a long line then starts there, so that a line arriving in many
+	 * pieces is searched once, not once per piece.
+	 */
+	uint32_t no_newline;
 };
 
 /*
@@ -139,17 +164,45 @@ struct proto_limits {
  * bytes appended, the same call parses further; no state is kept. Fills req
  * (offsets relative to buf) and returns a status above. Reads nothing past
  * buf[n - 1] and allocates nothing. lim may be NULL: the item size limit is
- * then PROTO_VALUE_MAX_DEFAULT.
+ * then PROTO_VALUE_MAX_DEFAULT and the get-line limit PROTO_GET_LINE_DEFAULT.
  *
  * A line ends at "\n", with or without "\r" before it, and holds at most
- * PROTO_LINE_MAX bytes before its "\n" (PROTO_GET_LINE_MAX for a line that
- * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces).
- * Keys are 1..PROTO_KEY_MAX bytes without control characters (memcached
- * accepts those; rhkv rejects them with "bad command line format").
+ * PROTO_LINE_MAX bytes before its "\n" (lim->max_get_line for a line that
+ * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces);
+ * a longer one is PROTO_LINE_TOO_LONG once one byte past its limit is
+ * there. The line's bytes are searched for "\n" once in all when the caller
+ * passes back the hint (lim->no_newline), and split into tokens once.
+ * As in memcached, a NUL byte ends the line's content: what follows it,
+ * up to the "\n", is ignored. A line splits into tokens at spaces only.
  */
 enum proto_status proto_text_parse(const char *buf, size_t n,
 				   const struct proto_limits *lim,
 				   struct proto_req *req);
+
+/*
+ * The key rule, memcached 1.6.18's: a key is 1..PROTO_KEY_MAX bytes, any
+ * bytes but ' ', '\n' and NUL. Control bytes (\t, \r, 0x01-0x1f, 0x7f)
+ * and bytes 0x80-0xff are key bytes like any other. A key of more bytes is
+ * refused with "CLIENT_ERROR bad command line format". In the text
+ * protocol the other three cannot occur inside a key: a space splits
+ * tokens, "\n" ends the line and NUL ends its content. A key may end in
+ * "\r" ("get k\r\r\n" asks for "k\r": only the "\r" right before the
+ * "\n" belongs to the line end). Whatever prints a key (VALUE, KEY lines)
+ * prints its bytes as they are: a reader that splits at "\n" and strips
+ * one "\r" gets the key back. The msgpack protocol's keys follow the same
+ * rule (proto_bin_key_ok), so both protocols share keys. Inline: the
+ * client library links the msgpack codec without the text parser.
+ */
+static inline bool proto_key_ok(const char *p, size_t n)
+{
+	if (n == 0 || n > PROTO_KEY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == ' ' || p[i] == '\n' || p[i] == '\0')
+			return false;
+	}
+	return true;
+}
 
 /*
  * Next key of a multi-key request: *pos starts at req->key.off; returns false

@@ -201,10 +201,13 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 /* Removes key if present (live or not). Returns whether a live one was. */
 bool cache_delete(struct cache *c, struct cache_key key);
 
-/* incr/decr: *result is the new value. */
+/* incr/decr: *result is the new value, *cas_out (when not NULL) the new
+ * item's cas. cas_in, when not 0, must be the item's cas (else
+ * CACHE_EXISTS). */
 enum cache_result cache_incr(struct cache *c, unsigned int thread,
 			     struct cache_key key, bool incr, uint64_t delta,
-			     uint64_t *result);
+			     uint64_t cas_in, uint64_t *result,
+			     uint64_t *cas_out);
 
 /* Sets exptime of a live item. Returns whether there was one. */
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);

@@ -235,7 +235,8 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out)
 
 static enum cache_result incr_once(struct cache *c, unsigned int thread,
 				   struct cache_key key, bool incr,
-				   uint64_t delta, uint64_t *result,
+				   uint64_t delta, uint64_t cas_in,
+				   uint64_t *result, uint64_t *cas_out,
 				   struct attempt *a)
 {
 	struct item *old = cache_find(c, key, NULL), *fresh;
@@ -245,6 +246,8 @@ static enum cache_result incr_once(struct cache *c, unsigned int thread,
 
 	if (!old)
 		return CACHE_NOT_FOUND;
+	if (cas_in && cas_in != old->cas)
+		return CACHE_EXISTS;
 	if (!parse_u64(item_value(old), old->nbytes, &v))
 		return CACHE_NON_NUMERIC;
 	v = incr ? v + delta : (v < delta ? 0 : v - delta);
@@ -262,12 +265,15 @@ static enum cache_result incr_once(struct cache *c, unsigned int thread,
 	memcpy(fresh->data + key.n, num, (size_t)len);
 	fresh->cas = next_cas(c, thread);
 	*result = v;
+	if (cas_out)
+		*cas_out = fresh->cas;
 	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
 }
 
 enum cache_result cache_incr(struct cache *c, unsigned int thread,
 			     struct cache_key key, bool incr, uint64_t delta,
-			     uint64_t *result)
+			     uint64_t cas_in, uint64_t *result,
+			     uint64_t *cas_out)
 {
 	struct attempt a = { 0 };
 	unsigned int tries = 0;
@@ -276,7 +282,8 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 	do {
 		a.retry = false;
 		rhkv_rcu_read_lock();
-		res = incr_once(c, thread, key, incr, delta, result, &a);
+		res = incr_once(c, thread, key, incr, delta, cas_in, result,
+				cas_out, &a);
 		rhkv_rcu_read_unlock();
 		if (!settle(c, &a, &tries))
 			return CACHE_NO_MEMORY;

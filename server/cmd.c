@@ -4,7 +4,11 @@
  * (CAS, flags, exptime, auth) are written here once; the connection's
  * protocol spells the answer (protocol.h).
  */
+#include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "conn.h"
@@ -157,9 +161,29 @@ static void exec_store(struct conn *c, const struct request *r)
 	}
 }
 
+/* A delete with a cas (memcached's binary protocol): the item's cas must
+ * match. Checked before the delete, not atomically with it. */
+static bool delete_cas_differs(struct conn *c, const struct request *r)
+{
+	struct item *it;
+	bool differs;
+
+	rhkv_rcu_read_lock();
+	it = cache_find(c->w->srv->cache, r->key, NULL);
+	differs = it && it->cas != r->cas;
+	rhkv_rcu_read_unlock();
+	return differs;
+}
+
 static void exec_delete(struct conn *c, const struct request *r)
 {
-	bool hit = cache_delete(c->w->srv->cache, r->key);
+	bool hit;
+
+	if (r->cas && delete_cas_differs(c, r)) {
+		say(c, r, REPLY_EXISTS, NULL);
+		return;
+	}
+	hit = cache_delete(c->w->srv->cache, r->key);
 
 	server_detail(c->w->srv, r->key, DETAIL_DEL, false);
 	if (hit)
@@ -169,24 +193,54 @@ static void exec_delete(struct conn *c, const struct request *r)
 	say(c, r, hit ? REPLY_DELETED : REPLY_NOT_FOUND, NULL);
 }
 
+/* incr/decr of a missing key with r->create: stores r->initial (as its
+ * decimal digits) if nothing else has been stored meanwhile. */
+static enum cache_result incr_create(struct conn *c, const struct request *r,
+				     uint64_t *value, uint64_t *cas)
+{
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%" PRIu64, r->initial);
+
+	*value = r->initial;
+	return cache_store(c->w->srv->cache, c->w->id, CACHE_ADD, r->key, 0,
+			   cache_abs_exptime(r->exptime), num, (uint32_t)n, 0,
+			   cas);
+}
+
 static void exec_incr(struct conn *c, const struct request *r)
 {
 	struct thread_stats *st = &c->w->stats;
 	bool incr = r->cmd == REQ_INCR;
-	uint64_t value = 0;
-	enum cache_result res;
+	uint64_t value = 0, cas = 0;
+	enum cache_result res = CACHE_NOT_FOUND;
+	bool created = false;
 
-	res = cache_incr(c->w->srv->cache, c->w->id, r->key, incr, r->delta,
-			 &value);
+	/* A create that loses a race with another store: incr again. */
+	for (int tries = 0; tries < 2 && !created; tries++) {
+		res = cache_incr(c->w->srv->cache, c->w->id, r->key, incr,
+				 r->delta, r->cas, &value, &cas);
+		if (res != CACHE_NOT_FOUND || !r->create || r->cas)
+			break;
+		res = incr_create(c, r, &value, &cas);
+		created = res != CACHE_NOT_STORED;
+	}
 	switch (res) {
 	case CACHE_STORED:
-		incr ? STAT_INC(st, incr_hits) : STAT_INC(st, decr_hits);
+		if (created)
+			incr ? STAT_INC(st, incr_misses)
+			     : STAT_INC(st, decr_misses);
+		else
+			incr ? STAT_INC(st, incr_hits)
+			     : STAT_INC(st, decr_hits);
 		if (!r->noreply)
-			REPLY(c)->number(c, r, value);
+			REPLY(c)->number(c, r, value, cas);
 		return;
 	case CACHE_NOT_FOUND:
 		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
 		say(c, r, REPLY_NOT_FOUND, NULL);
+		return;
+	case CACHE_EXISTS:
+		say(c, r, REPLY_EXISTS, NULL);
 		return;
 	case CACHE_NON_NUMERIC:
 		say(c, r, REPLY_NON_NUMERIC, NULL);
@@ -250,6 +304,14 @@ static void exec_auth(struct conn *c, const struct request *r)
 		STAT_INC(&c->w->stats, auth_errors);
 		REPLY(c)->status(c, r, REPLY_AUTH_FAILED, NULL);
 	}
+}
+
+/* Auth mechanisms (SASL LIST_MECHS): the protocol names them. */
+static void exec_auth_mechs(struct conn *c, const struct request *r)
+{
+	REPLY(c)->status(c, r,
+			 c->w->srv->cfg.password ? REPLY_OK : REPLY_NO_PASSWORD,
+			 NULL);
 }
 
 static void exec_stats(struct conn *c, const struct request *r)
@@ -380,6 +442,10 @@ static void exec_watch(struct conn *c, const struct request *r)
 
 static void exec_flush_all(struct conn *c, const struct request *r)
 {
+	if (c->w->srv->cfg.disable_flush_all) {
+		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_ALL_REFUSED);
+		return;
+	}
 	STAT_INC(&c->w->stats, cmd_flush);
 	cache_flush(c->w->srv->cache, r->delay);
 	say(c, r, REPLY_OK, NULL);
@@ -400,6 +466,30 @@ static void exec_memlimit(struct conn *c, const struct request *r)
 {
 	cache_set_limit(c->w->srv->cache, (uint64_t)r->memlimit << 20);
 	say(c, r, REPLY_OK, NULL);
+}
+
+/*
+ * shutdown [graceful], memcached's words: refused unless -A; with it, the
+ * connection closes without a reply and the process gets SIGTERM, whose
+ * handler on the main thread stops the server in order (main.c). Both
+ * modes stop alike: rhkvd's stop is always the graceful one.
+ */
+static void exec_shutdown(struct conn *c, const struct request *r)
+{
+	if (!c->w->srv->cfg.enable_shutdown) {
+		REPLY(c)->status(c, r, REPLY_ERROR,
+				 "ERROR: shutdown not enabled");
+		return;
+	}
+	if (r->arg.n != 0 &&
+	    !(r->arg.n == 8 && memcmp(r->arg.p, "graceful", 8) == 0)) {
+		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
+				 "invalid shutdown mode");
+		return;
+	}
+	log_info("shutdown command on connection %d: stopping", c->fd);
+	c->close_when_done = true;
+	kill(getpid(), SIGTERM);
 }
 
 static void exec_quit(struct conn *c, const struct request *r)
@@ -440,6 +530,8 @@ static const struct {
 	[REQ_SCAN] = { exec_scan, LAT_scan },
 	[REQ_CACHE_MEMLIMIT] = { exec_memlimit, LAT_other },
 	[REQ_AUTH] = { exec_auth, LAT_other },
+	[REQ_SHUTDOWN] = { exec_shutdown, LAT_other },
+	[REQ_AUTH_MECHS] = { exec_auth_mechs, LAT_other },
 	[REQ_NOOP] = { exec_noop, LAT_other },
 	[REQ_LRU_CRAWLER] = { exec_lru_crawler, LAT_scan },
 	[REQ_WATCH] = { exec_watch, LAT_other },

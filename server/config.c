@@ -76,6 +76,12 @@ static const char *show_protected_mode(const struct config *cfg)
 	return cfg->no_protected_mode ? "no" : "yes";
 }
 
+/* memcached's name says the opposite of the flag's. */
+static const char *show_flush_enabled(const struct config *cfg)
+{
+	return cfg->disable_flush_all ? "no" : "yes";
+}
+
 /*
  * OPTION(long name, short letter or 0, type, argument's name in --help or
  * NULL, help, then what applies of: .min/.max (RANGE), .def, .def_str,
@@ -91,8 +97,9 @@ static const char *show_protected_mode(const struct config *cfg)
 #define BAD(what_, why_) .what = (what_), .why = (why_)
 
 static const struct opt options[] = {
-	OPTION("port", 'p', OPT_INT, "PORT", "TCP port", RANGE(0, 65535),
-	       .def = 11311, AT(port), .stat = "tcpport",
+	OPTION("port", 'p', OPT_INT, "PORT",
+	       "TCP port; 0: no TCP listener (then -s is needed)",
+	       RANGE(0, 65535), .def = 11311, AT(port), .stat = "tcpport",
 	       BAD("port", "not in 0..65535")),
 	OPTION("listen", 'l', OPT_LIST, "ADDR",
 	       "address to listen on; repeatable", .def_str = "127.0.0.1",
@@ -159,6 +166,12 @@ static const struct opt options[] = {
 	OPTION("metrics-listen", 0, OPT_STRING, "ADDR", "address for metrics",
 	       .def_str = "127.0.0.1", AT(metrics_listen),
 	       .stat = "metrics_listen"),
+	OPTION("enable-shutdown", 'A', OPT_FLAG, NULL,
+	       "let the shutdown command stop the server, as SIGTERM does",
+	       AT(enable_shutdown), .stat = "shutdown_command"),
+	OPTION("disable-flush-all", 'F', OPT_FLAG, NULL, "refuse flush_all",
+	       AT(disable_flush_all), .stat = "flush_enabled",
+	       .show = show_flush_enabled),
 	OPTION("verbose", 'v', OPT_COUNT, NULL, "more logging (-vv: debug)",
 	       AT(verbose), .stat = "verbosity"),
 	OPTION("help", 'h', OPT_HELP, NULL, "this help"),
@@ -431,6 +444,26 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 	return 0;
 }
 
+/* What no single option says: rules across options. */
+static int check_combination(const struct config *cfg)
+{
+	if (cfg->port == 0 && !cfg->unix_socket) {
+		fprintf(stderr, "rhkvd: -p 0 turns TCP off and no unix socket "
+				"(-s PATH) is given: nothing to listen on\n");
+		return CONFIG_EXIT_USAGE;
+	}
+	/* memcached's rule and words (1.6.18, exit code 64 too). */
+	if (cfg->max_item_size > cfg->memory_limit / 2) {
+		fprintf(stderr,
+			"rhkvd: cannot set item size limit higher than 1/2 "
+			"of memory max (-I %" PRIu32 " bytes, -m %" PRIu64
+			" MiB)\n",
+			cfg->max_item_size, cfg->memory_limit >> 20);
+		return CONFIG_EXIT_USAGE;
+	}
+	return 0;
+}
+
 int config_parse(struct config *cfg, int argc, char **argv)
 {
 	struct option longopts[NOPTIONS + 1];
@@ -490,7 +523,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		if (options[i].late)
 			options[i].late(cfg);
 	}
-	return 0;
+	return check_combination(cfg);
 }
 
 /* The password: the file's first line, without its line end. */
@@ -553,7 +586,8 @@ int config_check_access(struct config *cfg)
 
 	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
 		return rc;
-	if (cfg->password || cfg->no_protected_mode)
+	/* -p 0: no TCP listener, whatever -l says. */
+	if (cfg->password || cfg->no_protected_mode || cfg->port == 0)
 		return 0;
 	for (int i = 0; i < cfg->nlisten; i++) {
 		if (is_loopback(cfg->listen[i]))
@@ -644,14 +678,12 @@ void config_each(const struct config *cfg,
 	 * (docs/stats.md says which of its settings are left out, and why). */
 	fn("auth", cfg->password ? "yes" : "no", arg);
 	fn("auth_enabled_ascii", cfg->password ? "yes" : "no", arg);
-	fn("auth_enabled_sasl", "no", arg);
+	fn("auth_enabled_sasl", cfg->password ? "yes" : "no", arg);
 	fn("cas_enabled", "yes", arg);
 	fn("evictions", "on", arg);
 	fn("maxconns_fast", "yes", arg);
 	fn("binding_protocol", "auto-negotiate", arg);
-	fn("flush_enabled", "yes", arg);
 	fn("dump_enabled", "yes", arg);
-	fn("shutdown_command", "no", arg);
 	fn("hash_algorithm", "siphash13", arg);
 	fn("lru_crawler", "yes", arg);
 	fn("lru_segmented", "no", arg);

@@ -44,6 +44,8 @@ struct config {
 	char *password;	       /* its first line; NULL: no auth */
 	size_t password_len;
 	bool no_protected_mode; /* may listen beyond loopback without one */
+	bool enable_shutdown;	/* -A: the shutdown command stops the server */
+	bool disable_flush_all; /* -F: flush_all is refused */
 };
 
 /* Exit code for bad usage (EX_USAGE). */

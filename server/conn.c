@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/mcbin.h"
 #include "proto/text.h"
 #include "protocol.h"
 #include "server.h"
@@ -197,7 +198,8 @@ static size_t pending(const struct conn *c)
 /* Whether a request may run before the connection has authenticated. */
 static bool allowed_before_auth(const struct request *r)
 {
-	return r->cmd == REQ_AUTH || r->cmd == REQ_QUIT;
+	return r->cmd == REQ_AUTH || r->cmd == REQ_AUTH_MECHS ||
+	       r->cmd == REQ_QUIT;
 }
 
 /* Acts on one decoded request (or a decoder's refusal). */
@@ -299,11 +301,16 @@ static size_t run_batch(struct conn *c)
 	return off;
 }
 
-/* The first byte tells the protocol: a binary frame's length starts with
- * 0x00, which no text command does. */
+/* The first byte tells the protocol: a msgpack frame's length starts with
+ * 0x00, a memcached binary request with its magic 0x80; no text command
+ * starts with either. */
 static bool choose_protocol(struct conn *c)
 {
-	c->proto = c->rbuf[0] == 0 ? &protocol_binary : &protocol_text;
+	unsigned char b = (unsigned char)c->rbuf[0];
+
+	c->proto = b == 0		  ? &protocol_binary
+		   : b == MCBIN_MAGIC_REQ ? &protocol_mcbin
+					  : &protocol_text;
 	return !c->proto->open || c->proto->open(c) == 0;
 }
 
@@ -342,16 +349,21 @@ static void process(struct conn *c)
 	}
 }
 
-/* Most a request can need in the input buffer: a line and a value (the
- * text protocol's longest; a binary frame needs less). */
+/* Most a request can need in the input buffer: the text protocol's
+ * longest line, one byte more to see that it is too long, and a value (a
+ * binary frame needs less). */
 static size_t rbuf_limit(const struct conn *c)
 {
+	const struct config *cfg = &c->w->srv->cfg;
+
 	if (!c->authed)
 		return 2 * CONN_PREAUTH_LIMIT;
-	return PROTO_GET_LINE_MAX + (size_t)c->w->srv->cfg.max_item_size + 2;
+	return text_get_line_max(cfg) + 1 + (size_t)cfg->max_item_size + 2;
 }
 
-/* Makes room to read; false when the connection must close now. */
+/* Makes room to read; false when the connection must close now. Refused
+ * for lack of connection memory, it queues an error and sets
+ * close_when_done instead. */
 static bool grow_rbuf(struct conn *c)
 {
 	size_t cap = c->rcap * 2;
@@ -363,14 +375,18 @@ static bool grow_rbuf(struct conn *c)
 		return false; /* the decoders bound requests: cannot happen */
 	if (conn_memory_full(c)) {
 		/* Growing now would take memory other clients' buffers need:
-		 * this request cannot be read. */
+		 * this request cannot be read. Its bytes are dropped, the
+		 * error sent, and the connection closes as after a quit (what
+		 * the client still sends is read and discarded, so the error
+		 * is not lost to a reset). */
 		log_info("closing connection %d: connection memory full "
 			 "(--conn-memory)",
 			 c->fd);
-		evbuffer_add_printf(c->out, "SERVER_ERROR out of memory "
-					    "reading request\r\n");
-		c->transport->write(c, c->out);
-		return false;
+		conn_add(c, "SERVER_ERROR out of memory reading request\r\n",
+			 44);
+		c->close_when_done = true;
+		c->rlen = 0;
+		return true;
 	}
 	p = realloc(c->rbuf, cap);
 	if (!p)
@@ -386,8 +402,12 @@ static bool conn_read(struct conn *c)
 	ssize_t n;
 
 	c->read_wants_write = false;
-	if (c->rlen == c->rcap && !grow_rbuf(c))
-		return false;
+	if (c->rlen == c->rcap) {
+		if (!grow_rbuf(c))
+			return false;
+		if (c->close_when_done)
+			return true; /* refused: the error is queued */
+	}
 	n = c->transport->read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
 	if (n == 0) {
 		/* The peer closed its side (or half-closed): no more input,

@@ -42,9 +42,10 @@ struct conn {
 	 * its last event; written by the owning thread, read by `stats
 	 * conns`. */
 	_Atomic uint8_t state;
-	int64_t stalled_since; /* seconds: output pending, none written */
-	size_t accounted;      /* buffer bytes counted in conn_bytes */
-	struct watcher *watch; /* `watch`: a log stream now (watch.h) */
+	int64_t stalled_since;	  /* seconds: output pending, none written */
+	size_t accounted;	  /* buffer bytes counted in conn_bytes */
+	uint32_t text_no_newline; /* the text decoder's hint (proto_text.c) */
+	struct watcher *watch;	  /* `watch`: a log stream now (watch.h) */
 	/* lru_crawler metadump in progress: written a batch at a time while
 	 * the output is below --output-limit (cmd_continue). */
 	bool dumping;

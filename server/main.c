@@ -1,6 +1,7 @@
 /*
  * rhkvd: start-up (options, listeners, privileges, workers), the accept
- * loop on the main thread, and an orderly shutdown on SIGTERM/SIGINT.
+ * loop on the main thread, and an orderly shutdown on SIGTERM/SIGINT (which
+ * the shutdown command, with -A, sends to the process).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -138,7 +139,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 static int start(struct server *srv)
 {
-	for (int i = 0; i < srv->cfg.nlisten; i++)
+	/* -p 0: no TCP (config_parse made sure a unix socket is given). */
+	for (int i = 0; srv->cfg.port && i < srv->cfg.nlisten; i++)
 		if (listen_tcp(srv, srv->cfg.listen[i]))
 			return EXIT_OS_ERROR;
 	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))

@@ -184,23 +184,15 @@ static void fill(struct request *r, const struct proto_bin_req *q)
 	r->exptime = q->exptime;
 	r->cas = q->cas;
 	r->delta = q->delta;
+	r->create = false;
 	r->delay = q->delay;
 	r->cursor = q->cursor;
 	r->count = q->count;
 	r->match = q->has_match ? bytes(q->match) : (struct cache_key){ 0 };
 	r->arg = bytes(q->text);
 	r->args = (struct cache_key){ NULL, 0 };
-	/* STATS "cachedump 1 0": the group, then its arguments. */
-	if (q->op == PROTO_OP_STATS && r->arg.n) {
-		const char *sp = memchr(r->arg.p, ' ', r->arg.n);
-
-		if (sp) {
-			r->args = (struct cache_key){
-				sp + 1, r->arg.n - (size_t)(sp + 1 - r->arg.p)
-			};
-			r->arg.n = (size_t)(sp - r->arg.p);
-		}
-	}
+	if (q->op == PROTO_OP_STATS)
+		req_stats_split(r);
 	r->noreply = false;
 	r->status = REPLY_NONE;
 	r->message = NULL;
@@ -348,7 +340,7 @@ static void status(struct conn *c, const struct request *r,
 	frame_end(s, f);
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v)
+static void pack_number(struct conn *c, const struct request *r, uint64_t v)
 {
 	struct bin_state *s = state(c);
 	size_t f = frame_begin(s);
@@ -356,6 +348,13 @@ static void number(struct conn *c, const struct request *r, uint64_t v)
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_uint64(&s->pk, v);
 	frame_end(s, f);
+}
+
+static void number(struct conn *c, const struct request *r, uint64_t v,
+		   uint64_t cas)
+{
+	(void)cas;
+	pack_number(c, r, v);
 }
 
 static void version(struct conn *c, const struct request *r, const char *v)
@@ -470,7 +469,7 @@ static void values_end(struct conn *c, const struct request *r)
 
 static void stored(struct conn *c, const struct request *r, uint64_t cas)
 {
-	number(c, r, cas);
+	pack_number(c, r, cas);
 }
 
 static void key(struct conn *c, const struct request *r, const char *k,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "conn.h"
 #include "protocol.h"
 #include "proto/text.h"
@@ -37,6 +38,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_AUTH] = REQ_AUTH,
 	[PROTO_CMD_LRU_CRAWLER] = REQ_LRU_CRAWLER,
 	[PROTO_CMD_WATCH] = REQ_WATCH,
+	[PROTO_CMD_SHUTDOWN] = REQ_SHUTDOWN,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)
@@ -72,6 +74,7 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 	r->exptime = q->exptime;
 	r->cas = q->cas;
 	r->delta = q->delta;
+	r->create = false;
 	r->delay = q->delay;
 	r->verbosity = q->verbosity;
 	r->memlimit = q->memlimit;
@@ -83,32 +86,62 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 	r->args = span(buf, q->args);
 }
 
+size_t text_get_line_max(const struct config *cfg)
+{
+	return cfg->max_item_size > PROTO_GET_LINE_MIN ? cfg->max_item_size
+						       : PROTO_GET_LINE_MIN;
+}
+
+/*
+ * c->text_no_newline carries the parser's hint (proto/text.h) from a call
+ * that needed more bytes to the next one: the batch loop decodes the same
+ * request again, from the same place, once more bytes have arrived (it
+ * never moves past a request that needs more).
+ */
 static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
 	/* Before auth a value is discarded as it arrives, never buffered. */
 	const struct proto_limits lim = {
 		.max_value = c->authed ? c->w->srv->cfg.max_item_size
-				       : CONN_PREAUTH_LIMIT
+				       : CONN_PREAUTH_LIMIT,
+		.max_get_line = (uint32_t)text_get_line_max(&c->w->srv->cfg),
+		.no_newline = c->text_no_newline,
 	};
 	struct proto_req q;
+	enum proto_status st;
 
 	(void)slot; /* requests point into buf: nothing kept per slot */
-	switch (proto_text_parse(buf, n, &lim, &q)) {
+	st = proto_text_parse(buf, n, &lim, &q);
+	c->text_no_newline = st == PROTO_NEED_MORE ? q.no_newline : 0;
+	switch (st) {
 	case PROTO_NEED_MORE:
 		return DECODE_NEED_MORE;
 	case PROTO_OK:
 		fill(r, buf, &q);
 		return DECODE_OK;
 	case PROTO_ERROR:
-		*r = (struct request){ .len = q.len, .status = REPLY_ERROR };
+		*r = (struct request){ .len = q.len,
+				       .noreply = q.noreply,
+				       .status = REPLY_ERROR };
+		return DECODE_REJECT;
+	case PROTO_REFUSED:
+		/* REPLY_ERROR with a message prints the message alone. */
+		*r = (struct request){ .len = q.len,
+				       .noreply = q.noreply,
+				       .status = REPLY_ERROR,
+				       .message = q.error };
 		return DECODE_REJECT;
 	case PROTO_CLIENT_ERROR:
-		/* memcached: noreply silences errors too. */
+		/* memcached: noreply silences errors too; with -F, a
+		 * flush_all is refused before its delay is read. */
 		*r = (struct request){ .len = q.len,
 				       .noreply = q.noreply,
 				       .status = REPLY_CLIENT_ERROR,
 				       .message = q.error };
+		if (q.cmd == PROTO_CMD_FLUSH_ALL &&
+		    c->w->srv->cfg.disable_flush_all)
+			r->message = CMD_FLUSH_ALL_REFUSED;
 		return DECODE_REJECT;
 	case PROTO_TOO_LARGE:
 		fill(r, buf, &q);
@@ -178,12 +211,14 @@ static void stored(struct conn *c, const struct request *r, uint64_t cas)
 	conn_add(c, "STORED\r\n", 8);
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v)
+static void number(struct conn *c, const struct request *r, uint64_t v,
+		   uint64_t cas)
 {
 	char buf[24];
 	int n = snprintf(buf, sizeof(buf), "%" PRIu64 "\r\n", v);
 
 	(void)r;
+	(void)cas;
 	conn_add(c, buf, (size_t)n);
 }
 
@@ -201,15 +236,36 @@ static void nothing(struct conn *c, const struct request *r)
 	(void)r;
 }
 
-/* VALUE line, then the data and its "\r\n" (stored with the value). */
+/*
+ * VALUE line, then the data and its "\r\n" (stored with the value).
+ *
+ * One multi-get's reply is written whole, whatever the output limit
+ * (--output-limit pauses reading between requests, not inside one). A
+ * reply that alone outgrows all connection memory (--conn-memory) is cut:
+ * the values so far, then memcached's "SERVER_ERROR out of memory writing
+ * get response" instead of END, and the connection closes once that is
+ * sent. (The batch loop runs no request after a close was decided, so
+ * close_when_done is false when a get starts.)
+ */
 static void value(struct conn *c, const struct request *r, struct item *it)
 {
 	char hdr[PROTO_VALUE_HEADER_MAX];
 	bool with_cas = r->cmd == REQ_GETS || r->cmd == REQ_GATS;
-	size_t n =
-		proto_text_value_header(hdr, item_key(it), it->nkey, it->flags,
-					it->nbytes, with_cas, it->cas);
+	size_t n;
 
+	if (c->close_when_done)
+		return;
+	if (evbuffer_get_length(c->out) > c->w->srv->cfg.conn_memory) {
+		log_info("closing connection %d: a get reply past "
+			 "--conn-memory",
+			 c->fd);
+		add_str(c, "SERVER_ERROR out of memory writing get "
+			   "response\r\n");
+		c->close_when_done = true;
+		return;
+	}
+	n = proto_text_value_header(hdr, item_key(it), it->nkey, it->flags,
+				    it->nbytes, with_cas, it->cas);
 	conn_add(c, hdr, n);
 	conn_add_item_bytes(c, it, item_value(it), it->nbytes + 2);
 }
@@ -217,7 +273,8 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 static void values_end(struct conn *c, const struct request *r)
 {
 	(void)r;
-	conn_add(c, "END\r\n", 5);
+	if (!c->close_when_done)
+		conn_add(c, "END\r\n", 5);
 }
 
 static void key(struct conn *c, const struct request *r, const char *k,

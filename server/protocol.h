@@ -2,9 +2,10 @@
  * A protocol front end: what the connection's batch loop (conn.c) needs
  * from a protocol, and nothing else. A decoder turns input bytes into a
  * struct request; reply operations turn the executor's answers into bytes
- * in the connection's output. Two front ends exist: memcached's text
- * protocol (proto_text.c) and rhkv's msgpack protocol (proto_binary.c);
- * the first byte a client sends chooses one.
+ * in the connection's output. Three front ends exist: memcached's text
+ * protocol (proto_text.c), rhkv's msgpack protocol (proto_binary.c) and
+ * memcached's binary protocol (proto_mcbin.c); the first byte a client
+ * sends chooses one.
  *
  * Everything here runs on the connection's worker thread.
  */
@@ -48,7 +49,9 @@ struct reply_ops {
 	void (*status)(struct conn *c, const struct request *r,
 		       enum reply_status st, const char *msg);
 	void (*stored)(struct conn *c, const struct request *r, uint64_t cas);
-	void (*number)(struct conn *c, const struct request *r, uint64_t v);
+	/* incr/decr: the new value and the item's cas. */
+	void (*number)(struct conn *c, const struct request *r, uint64_t v,
+		       uint64_t cas);
 	void (*version)(struct conn *c, const struct request *r, const char *s);
 	void (*values_begin)(struct conn *c, const struct request *r);
 	/* A live item, inside the RCU read-side section. */
@@ -93,6 +96,16 @@ struct protocol {
 
 extern const struct protocol protocol_text;
 extern const struct protocol protocol_binary;
+extern const struct protocol protocol_mcbin;
+
+/*
+ * The text protocol's longest get/gets/gat/gats line, "\n" excluded: the
+ * item size limit (-I, 1 MiB by default), at least PROTO_GET_LINE_MIN
+ * (64 KiB). memcached sets no limit; a longer line is answered
+ * "CLIENT_ERROR line too long" and the connection closes.
+ */
+struct config;
+size_t text_get_line_max(const struct config *cfg);
 
 /* Before auth, requests are held to this (Redis does the same before
  * login): a frame body, a value, and half the input buffer. */

@@ -1,10 +1,10 @@
 /*
  * The protocol-neutral middle of the request path. Every decoder (text,
- * binary) fills one struct request; one executor (cmd.c) runs it against
- * the cache, counts it and picks its latency class; it answers through
- * the reply operations of the connection's protocol (protocol.h). A new
- * command is one executor case plus its encodings; a new protocol is a
- * decoder plus a set of reply operations.
+ * msgpack, memcached binary) fills one struct request; one executor
+ * (cmd.c) runs it against the cache, counts it and picks its latency
+ * class; it answers through the reply operations of the connection's
+ * protocol (protocol.h). A new command is one executor case plus its
+ * encodings; a new protocol is a decoder plus a set of reply operations.
  *
  * A request points into the connection's input buffer (keys, values): it
  * is valid until the batch loop consumes its bytes.
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cache.h"
 
@@ -41,6 +42,8 @@ enum req_cmd {
 	REQ_SCAN,
 	REQ_CACHE_MEMLIMIT,
 	REQ_AUTH,
+	REQ_SHUTDOWN,	/* arg: the mode ("" or "graceful": both stop alike) */
+	REQ_AUTH_MECHS, /* which auth mechanisms: OK, or no password */
 	REQ_NOOP,
 	REQ_LRU_CRAWLER, /* text only: metadump, crawl */
 	REQ_WATCH,	 /* text only */
@@ -101,7 +104,11 @@ struct request {
 	uint32_t flags;	 /* storage; watch: PROTO_WATCH_* */
 	int64_t exptime; /* as sent: relative, absolute or negative */
 	uint64_t cas;
-	uint64_t delta;		/* incr/decr */
+	uint64_t delta; /* incr/decr */
+	/* incr/decr of a missing key: store initial (with exptime) when
+	 * create is set, else answer NOT_FOUND. cas, when not 0, must match. */
+	bool create;
+	uint64_t initial;
 	int64_t delay;		/* flush_all */
 	uint32_t verbosity;	/* verbosity */
 	uint32_t memlimit;	/* cache_memlimit, MiB */
@@ -126,10 +133,31 @@ struct request {
 			uint32_t op;
 			const void *keys; /* mget: msgpack objects */
 		} bin;
+		struct {
+			uint32_t opaque;
+			uint8_t op; /* as sent: quiet and key variants */
+		} mcbin;
 	} p;
 };
 
+/* A binary protocol's stats group with its arguments in one string
+ * ("cachedump 1 0"): the group stays in arg, what follows its first space
+ * goes to args. */
+static inline void req_stats_split(struct request *r)
+{
+	const char *sp = r->arg.n ? memchr(r->arg.p, ' ', r->arg.n) : NULL;
+
+	if (!sp)
+		return;
+	r->args = (struct cache_key){ sp + 1,
+				      r->arg.n - (size_t)(sp + 1 - r->arg.p) };
+	r->arg.n = (size_t)(sp - r->arg.p);
+}
+
 struct conn;
+
+/* memcached's reply to flush_all under -F (--disable-flush-all). */
+#define CMD_FLUSH_ALL_REFUSED "flush_all not allowed"
 
 /* Runs a decoded request: the cache call, its statistics and its reply. */
 void cmd_execute(struct conn *c, const struct request *r);

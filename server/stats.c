@@ -266,14 +266,32 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	      cs.table.resizing);
 }
 
+struct settings_ctx {
+	const struct stats_sink *k;
+	uint64_t maxbytes; /* the cache's limit now */
+};
+
 static void settings_entry(const char *name, const char *value, void *arg)
 {
-	put_text(arg, name, NULL, value);
+	const struct settings_ctx *x = arg;
+	char buf[24];
+
+	/* -m at start; cache_memlimit changes it since. */
+	if (!strcmp(name, "maxbytes")) {
+		snprintf(buf, sizeof(buf), "%" PRIu64, x->maxbytes);
+		value = buf;
+	}
+	put_text(x->k, name, NULL, value);
 }
 
 static void stats_settings(struct server *srv, const struct stats_sink *k)
 {
-	config_each(&srv->cfg, settings_entry, (void *)k);
+	struct cache_stats cs;
+	struct settings_ctx x = { k, 0 };
+
+	cache_get_stats(srv->cache, &cs, false);
+	x.maxbytes = cs.limit;
+	config_each(&srv->cfg, settings_entry, &x);
 	/* Not options: `stats detail` switches counting at run time. */
 	put_text(k, "stat_key_prefix", NULL, ":");
 	put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);

@@ -118,6 +118,8 @@ bool watch_start(struct conn *c, unsigned int kinds)
 		return false;
 	}
 	c->watch = w;
+	/* Published now, before the OK goes out. */
+	atomic_store_explicit(&c->state, CONN_WATCH, memory_order_relaxed);
 	return true;
 }
 

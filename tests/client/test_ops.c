@@ -146,8 +146,13 @@ Test(ops, bad_keys_without_a_round_trip)
 	ERR(rhkv_get(c, longkey, sizeof(longkey), &v), RHKV_EBADKEY);
 	ERR(rhkv_set(c, "a b", 3, "x", 1, 0, 0, NULL), RHKV_EBADKEY);
 	ERR(rhkv_set(c, "a\nb", 3, "x", 1, 0, 0, NULL), RHKV_EBADKEY);
-	ERR(rhkv_delete(c, "a\x01", 2), RHKV_EBADKEY);
-	ERR(rhkv_incr(c, "a\x7f", 2, 1, NULL), RHKV_EBADKEY);
+	ERR(rhkv_delete(c, "a\0b", 3), RHKV_EBADKEY);
+	ERR(rhkv_incr(c, "\n", 1, 1, NULL), RHKV_EBADKEY);
+	/* control bytes are key bytes, as in memcached's text protocol */
+	OK(rhkv_set(c, "a\x01\t\x7f", 4, "x", 1, 0, 0, NULL));
+	OK(rhkv_get(c, "a\x01\t\x7f", 4, &v));
+	cr_assert_eq(v.len, 1);
+	rhkv_value_free(&v);
 	OK(rhkv_set(c, longkey, 250, "x", 1, 0, 0, NULL));
 	OK(rhkv_get(c, longkey, 250, &v));
 	cr_assert_eq(v.len, 1);

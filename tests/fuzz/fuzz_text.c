@@ -21,7 +21,8 @@
 	} while (0)
 
 /* Small, so that too-large values are common. */
-static const struct proto_limits lim = { .max_value = 100 };
+static const struct proto_limits lim = { .max_value = 100,
+					 .max_get_line = PROTO_GET_LINE_MIN };
 
 static const char *const messages[] = {
 	"bad command line format",
@@ -29,6 +30,8 @@ static const char *const messages[] = {
 	"invalid numeric delta argument",
 	"invalid exptime argument",
 	"bad data chunk",
+	"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m",
+	"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes",
 };
 
 static bool same_req(const struct proto_req *a, const struct proto_req *b)
@@ -63,7 +66,7 @@ static void check_key(const char *buf, struct proto_span k, size_t len)
 	CHECK(k.len >= 1 && k.len <= PROTO_KEY_MAX);
 	for (uint32_t i = 0; i < k.len; i++) {
 		unsigned char c = (unsigned char)buf[k.off + i];
-		CHECK(c > ' ' && c != 0x7f);
+		CHECK(c != ' ' && c != '\n' && c != '\0');
 	}
 	n = proto_text_value_header(hdr, buf + k.off, k.len, k.len * 7u, k.off,
 				    true, (uint64_t)k.off << 40);
@@ -155,7 +158,9 @@ static void check(const char *buf, size_t n, enum proto_status st,
 
 	if (st == PROTO_NEED_MORE) {
 		if (memchr(buf, '\n', n) == NULL)
-			CHECK(n <= PROTO_GET_LINE_MAX);
+			CHECK(n <= PROTO_GET_LINE_MIN && r->no_newline == n);
+		else
+			CHECK(r->no_newline == 0);
 		return;
 	}
 	if (st == PROTO_LINE_TOO_LONG) {
@@ -164,7 +169,8 @@ static void check(const char *buf, size_t n, enum proto_status st,
 	}
 	CHECK(r->len > 0 && r->len <= n);
 	CHECK(memchr(buf, '\n', r->len) != NULL);
-	CHECK((st == PROTO_CLIENT_ERROR) == (r->error != NULL));
+	CHECK((st == PROTO_CLIENT_ERROR || st == PROTO_REFUSED) ==
+	      (r->error != NULL));
 	for (size_t i = 0; r->error && i < sizeof(messages) / sizeof(*messages);
 	     i++)
 		known = known || strcmp(r->error, messages[i]) == 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "proto/binary.h"
+#include "proto/text.h"
 
 #define MAX_VALUE (1u << 20)
 
@@ -537,7 +538,8 @@ Test(binary, mget)
 	cr_assert_not(proto_bin_mget_key(&r, 3, &k));
 	cr_assert(proto_bin_mget_key(&r, 4, &k));
 	assert_str(k, "fine");
-	cr_assert_not(proto_bin_mget_key(&r, 5, &k));
+	cr_assert(proto_bin_mget_key(&r, 5, &k)); /* control bytes are fine */
+	assert_str(k, "x\x7f");
 
 	/* empty list */
 	req_begin(PROTO_OP_MGET, 10, 1);
@@ -971,17 +973,20 @@ Test(binary, keys)
 	bad_key_everywhere(k, 0, PROTO_ST_BAD_KEY);
 	bad_key_everywhere("a b", 3, PROTO_ST_BAD_KEY);
 	bad_key_everywhere(" ", 1, PROTO_ST_BAD_KEY);
-	bad_key_everywhere("a\x7f", 2, PROTO_ST_BAD_KEY);
-	bad_key_everywhere("\x7f", 1, PROTO_ST_BAD_KEY);
 	bad_key_everywhere("x\0y", 3, PROTO_ST_BAD_KEY);
 	bad_key_everywhere("x\r\n", 3, PROTO_ST_BAD_KEY);
-	/* high bytes are allowed, as in the text protocol */
+	bad_key_everywhere("\n", 1, PROTO_ST_BAD_KEY);
+	/* control and high bytes are allowed, as in the text protocol */
+	bad_key_everywhere("a\x7f", 2, PROTO_ST_OK);
+	bad_key_everywhere("\x7f", 1, PROTO_ST_OK);
+	bad_key_everywhere("\x01\t\r", 3, PROTO_ST_OK);
 	bad_key_everywhere("\x80\xff", 2, PROTO_ST_OK);
 	for (int c = 0; c < 256; c++) {
 		char one = (char)c;
 
-		cr_assert_eq(proto_bin_key_ok(&one, 1), c > ' ' && c != 0x7f,
-			     "byte 0x%02x", c);
+		cr_assert_eq(proto_bin_key_ok(&one, 1),
+			     c != ' ' && c != '\n' && c != 0, "byte 0x%02x", c);
+		cr_assert_eq(proto_bin_key_ok(&one, 1), proto_key_ok(&one, 1));
 	}
 	cr_assert(proto_bin_key_ok(k, 250));
 	cr_assert_not(proto_bin_key_ok(k, 251));

@@ -14,6 +14,8 @@
 #define DELTA "invalid numeric delta argument"
 #define EXPT  "invalid exptime argument"
 #define CHUNK "bad data chunk"
+#define SMALL "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
+#define MIB   "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes"
 
 struct status_case {
 	const char *in;
@@ -33,6 +35,9 @@ struct status_case {
 #define ERR(lit)	 C(lit, PROTO_ERROR, NULL, 0, false)
 #define CERR(lit, msg)	 C(lit, PROTO_CLIENT_ERROR, msg, 0, false)
 #define CERRNR(lit, msg) C(lit, PROTO_CLIENT_ERROR, msg, 0, true)
+#define ERRNR(lit)	 C(lit, PROTO_ERROR, NULL, 0, true)
+#define REF(lit, msg)	 C(lit, PROTO_REFUSED, msg, 0, false)
+#define REFNR(lit, msg)	 C(lit, PROTO_REFUSED, msg, 0, true)
 
 /* Requests and what memcached 1.6.18 answered (each written as "-> ..."). */
 static const struct status_case cases[] = {
@@ -70,16 +75,23 @@ static const struct status_case cases[] = {
 	CERR("gat 1x k\r\n", EXPT),
 	CERR("gat 99999999999999999999 k\r\n", EXPT),
 	CERR("gat 9223372036854775808 k\r\n", EXPT),
-	/* memcached: "get k\r\r\n" -> END (key "k\r"); rhkv refuses control
-	 * characters in keys. */
-	CERR("get k\r\r\n", FMT),
-	CERR("get a\tb\r\n", FMT),
-	CERR("get a\x01"
-	     "b\r\n",
-	     FMT),
-	CERR("get a\x7f\r\n", FMT),
-	CERR("get k\x00\r\n", FMT),
+	/* Keys: any bytes but space, "\n" and NUL, control bytes included. */
+	OK("get k\r\r\n"), /* -> END: the key is "k\r" */
+	OK("get a\tb\r\n"),
+	OK("get a\x01"
+	   "b\r\n"),
+	OK("get a\x7f\r\n"),
+	OK("get \x1f\x0b\x0c\r\n"),
 	OK("get \xc3\xa9t\xc3\xa9\r\n"), /* UTF-8 is fine */
+	OK("get \x80\xff\r\n"),
+	OK("set a\x01 0 0 1\r\nx\r\n"), /* -> STORED */
+	/* A NUL ends the line's content; the rest up to "\n" is ignored. */
+	OK("get k\x00\r\n"),	    /* -> the value of "k" */
+	OK("get a a\x00zz\r\n"),    /* -> two values of "a" */
+	ERR("get \x00k\r\n"),	    /* -> ERROR: "get" alone */
+	ERR("\x00get k\r\n"),	    /* -> ERROR: an empty line */
+	ERR("set a\x00 0 0 1\r\n"), /* -> ERROR, then the data line */
+	OK("set q 0 0 1 \x00noreply\r\nx\r\n"), /* -> STORED: no noreply */
 	/* storage: token counts */
 	ERR("set k 0 0\r\n"), /* -> ERROR, then ERROR for the data line */
 	ERR("set k 0 0 1 noreply x\r\n"),
@@ -114,7 +126,7 @@ static const struct status_case cases[] = {
 	CERR("cas k 0 0 1 x\r\n", FMT),
 	CERR("cas k 0 0 1 -1\r\n", FMT),
 	CERR("cas k 0 0 1 18446744073709551616\r\n", FMT),
-	CERR("set k\x01 0 0 1\r\n", FMT),	 /* memcached stores "k\x01" */
+	OK("set k\x01 0 0 1\r\nx\r\n"),		 /* -> STORED, key "k\x01" */
 	CERRNR("set k 0 0 -1 noreply\r\n", FMT), /* -> nothing */
 	CERRNR("set k 0 0 x noreply\r\n", FMT),
 	CERRNR("set k 0 0 noreply\r\n", FMT),
@@ -180,7 +192,7 @@ static const struct status_case cases[] = {
 	CERR("delete k NOREPLY\r\n", DEL),
 	CERRNR("delete k 1 noreply\r\n", DEL),
 	CERRNR("delete k x noreply\r\n", DEL),
-	CERR("delete k\x02\r\n", FMT),
+	OK("delete k\x02\r\n"), /* -> NOT_FOUND */
 	/* flush_all */
 	ERR("flush_all 0 0 0\r\n"),
 	ERR("flush_all 0 noreply x\r\n"),
@@ -205,12 +217,26 @@ static const struct status_case cases[] = {
 	ERR("cache_memlimit\r\n"),
 	ERR("cache_memlimit 1 x y\r\n"),
 	OK("cache_memlimit 64\r\n"),
-	OK("cache_memlimit 1073741824\r\n"),
+	OK("cache_memlimit 8\r\n"),
+	OK("cache_memlimit 1000000000\r\n"),
 	OKNR("cache_memlimit 64 noreply\r\n"),
-	CERR("cache_memlimit 0\r\n", FMT),
-	CERR("cache_memlimit 1073741825\r\n", FMT),
-	CERR("cache_memlimit x\r\n", FMT),
-	CERR("cache_memlimit -1\r\n", FMT),
+	REF("cache_memlimit 0\r\n", SMALL), /* -> MEMLIMIT_TOO_SMALL ... */
+	REF("cache_memlimit 7\r\n", SMALL),
+	REF("cache_memlimit -0\r\n", SMALL),
+	REF("cache_memlimit 7 x\r\n", SMALL),
+	REFNR("cache_memlimit 7 noreply\r\n", SMALL), /* -> nothing */
+	REF("cache_memlimit 4294967296\r\n", SMALL),  /* cut to 32 bits: 0 */
+	REF("cache_memlimit 1000000001\r\n", MIB),
+	REF("cache_memlimit 18446744073709551615\r\n", MIB),
+	ERR("cache_memlimit 18446744073709551616\r\n"),
+	ERR("cache_memlimit x\r\n"),
+	ERR("cache_memlimit -1\r\n"),
+	ERRNR("cache_memlimit x noreply\r\n"), /* -> nothing */
+	/* shutdown: the executor answers (not enabled, or a bad mode) */
+	OK("shutdown\r\n"),
+	OK("shutdown graceful\r\n"),
+	OK("shutdown x y\r\n"),
+	OK("shutdown noreply\r\n"),
 	/* verbosity */
 	ERR("verbosity\r\n"),
 	ERR("verbosity 1 x y\r\n"),
@@ -515,6 +541,47 @@ Test(text_keys, length_limits)
 	cr_expect_str_eq(req.error, EXPT);
 }
 
+/* memcached 1.6.18 stores keys with control bytes; a NUL ends the line. */
+Test(text_keys, control_bytes_and_nul)
+{
+	static const char ctl[] = "set \x01\t\x7f\r 0 0 1\r\nx\r\n";
+	static const char nul[] = "gets a b\x00"
+				  "c d\r\n";
+	static const char cr[] = "get k\r\r\n";
+	struct proto_req req;
+	struct proto_span k;
+	uint32_t pos;
+
+	cr_assert_eq(PARSE(ctl, &req), PROTO_OK);
+	cr_expect(span_eq(ctl, req.key, "\x01\t\x7f\r"));
+	cr_expect_eq(req.len, sizeof(ctl) - 1);
+
+	cr_assert_eq(PARSE(nul, &req), PROTO_OK);
+	cr_expect_eq(req.len, sizeof(nul) - 1);
+	pos = req.key.off;
+	cr_assert(proto_text_next_key(nul, &req, &pos, &k));
+	cr_expect(span_eq(nul, k, "a"));
+	cr_assert(proto_text_next_key(nul, &req, &pos, &k));
+	cr_expect(span_eq(nul, k, "b"));
+	cr_expect_not(proto_text_next_key(nul, &req, &pos, &k));
+
+	cr_assert_eq(PARSE(cr, &req), PROTO_OK);
+	cr_expect(span_eq(cr, req.key, "k\r"));
+
+	/* The shared key rule. */
+	cr_expect(proto_key_ok("\x01", 1));
+	cr_expect(proto_key_ok("k\r", 2));
+	cr_expect(proto_key_ok("\x7f\x80\xff", 3));
+	cr_expect_not(proto_key_ok("a b", 3));
+	cr_expect_not(proto_key_ok("a\nb", 3));
+	cr_expect_not(proto_key_ok("a\0b", 3));
+	cr_expect_not(proto_key_ok("", 0));
+	char big[251];
+	memset(big, 'k', sizeof(big));
+	cr_expect(proto_key_ok(big, 250));
+	cr_expect_not(proto_key_ok(big, 251));
+}
+
 Test(text_retrieval, keys_and_iteration)
 {
 	static const char in[] = "gets  a bb   ccc \r\n";
@@ -549,44 +616,102 @@ Test(text_retrieval, keys_and_iteration)
 	cr_expect_not(proto_text_next_key(none, &req, &pos, &k));
 }
 
+/* "get k k ... k" of exactly len bytes into buf (len odd). */
+static void fill_get_line(char *buf, size_t len)
+{
+	memcpy(buf, "get", 3);
+	for (size_t i = 3; i < len; i += 2)
+		memcpy(buf + i, " k", 2);
+}
+
 Test(text_retrieval, get_line_limits)
 {
-	size_t cap = PROTO_GET_LINE_MAX + 16;
+	const size_t max = PROTO_GET_LINE_MIN + 1;
+	const struct proto_limits lim = { .max_value = 1024,
+					  .max_get_line = (uint32_t)max };
+	size_t cap = PROTO_GET_LINE_DEFAULT + 16;
 	char *buf = malloc(cap);
 	struct proto_req req;
 
 	cr_assert_not_null(buf);
-	/* "get k k k ... k\n" with exactly PROTO_GET_LINE_MAX bytes before
-	 * the "\n": the longest get line. */
-	memcpy(buf, "get", 3);
-	for (size_t i = 3; i < PROTO_GET_LINE_MAX; i += 2)
-		memcpy(buf + i, " k", 2);
-	buf[PROTO_GET_LINE_MAX] = '\n';
-	for (size_t n = PROTO_LINE_MAX - 2; n <= PROTO_GET_LINE_MAX; n += 997)
-		cr_expect_eq(proto_text_parse(buf, n, &test_lim, &req),
+	/* Exactly max bytes before the "\n": the longest get line. */
+	fill_get_line(buf, max);
+	buf[max] = '\n';
+	for (size_t n = PROTO_LINE_MAX - 2; n <= max; n += 997)
+		cr_expect_eq(proto_text_parse(buf, n, &lim, &req),
 			     PROTO_NEED_MORE, "%zu", n);
-	cr_assert_eq(
-		proto_text_parse(buf, PROTO_GET_LINE_MAX + 1, &test_lim, &req),
-		PROTO_OK);
-	cr_expect_eq(req.len, PROTO_GET_LINE_MAX + 1);
+	cr_assert_eq(proto_text_parse(buf, max + 1, &lim, &req), PROTO_OK);
+	cr_expect_eq(req.len, max + 1);
 	/* One byte more: too long. */
-	buf[PROTO_GET_LINE_MAX] = 'k';
+	buf[max] = 'k';
+	cr_expect_eq(proto_text_parse(buf, max + 1, &lim, &req),
+		     PROTO_LINE_TOO_LONG);
+	/* A limit below PROTO_GET_LINE_MIN counts as that. */
+	const struct proto_limits small = { .max_value = 1024,
+					    .max_get_line = 10 };
+	buf[PROTO_GET_LINE_MIN] = '\n';
 	cr_expect_eq(
-		proto_text_parse(buf, PROTO_GET_LINE_MAX + 1, &test_lim, &req),
+		proto_text_parse(buf, PROTO_GET_LINE_MIN + 1, &small, &req),
+		PROTO_OK);
+	/* No limits: PROTO_GET_LINE_DEFAULT. */
+	fill_get_line(buf, PROTO_GET_LINE_DEFAULT + 1);
+	buf[PROTO_GET_LINE_DEFAULT] = '\n';
+	cr_expect_eq(
+		proto_text_parse(buf, PROTO_GET_LINE_DEFAULT + 1, NULL, &req),
+		PROTO_OK);
+	cr_expect_eq(
+		proto_text_parse(buf, PROTO_GET_LINE_DEFAULT + 2, &lim, &req),
 		PROTO_LINE_TOO_LONG);
 	/* gat too, after up to 100 spaces; not after 101. */
 	memset(buf, ' ', 100);
 	memcpy(buf + 100, "gat 0 ", 6);
-	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &test_lim, &req),
+	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &lim, &req),
 		     PROTO_NEED_MORE);
 	memset(buf, ' ', 101);
 	memcpy(buf + 101, "gat 0 ", 6);
-	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &test_lim, &req),
+	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &lim, &req),
 		     PROTO_LINE_TOO_LONG);
 	/* "getx " and "get" + "\t" are no get lines. */
 	memcpy(buf, "getx ", 5);
-	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &test_lim, &req),
+	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 1, &lim, &req),
 		     PROTO_LINE_TOO_LONG);
+	free(buf);
+}
+
+/* A long line arriving in pieces: with the hint passed back, each piece is
+ * searched once, and the answers are those without it. */
+Test(text_retrieval, get_line_in_pieces)
+{
+	const size_t len = 1000001, step = 16384;
+	struct proto_limits lim = { .max_value = 1024 };
+	char *buf = malloc(len + 1);
+	struct proto_req req, plain;
+	size_t searched = 0, n;
+
+	cr_assert_not_null(buf);
+	fill_get_line(buf, len);
+	buf[len] = '\n';
+	for (n = step; n <= len; n += step) {
+		cr_assert_eq(proto_text_parse(buf, n, &lim, &req),
+			     PROTO_NEED_MORE);
+		cr_assert_eq(req.no_newline, n);
+		cr_assert_geq(n, lim.no_newline);
+		searched += n - lim.no_newline;
+		lim.no_newline = req.no_newline;
+	}
+	cr_assert_eq(proto_text_parse(buf, len + 1, &lim, &req), PROTO_OK);
+	searched += len + 1 - lim.no_newline;
+	cr_expect_eq(searched, len + 1, "searched %zu bytes", searched);
+	cr_assert_eq(proto_text_parse(buf, len + 1, NULL, &plain), PROTO_OK);
+	cr_expect(req_equal(&req, &plain));
+	cr_expect_eq(req.no_newline, 0);
+	/* A stale hint longer than the bytes given is clamped. */
+	lim.no_newline = (uint32_t)len * 2;
+	cr_expect_eq(proto_text_parse(buf, 100, &lim, &req), PROTO_NEED_MORE);
+	/* A storage command waiting for its data block has its line. */
+	cr_expect_eq(proto_text_parse("set k 0 0 5\r\nab", 15, NULL, &req),
+		     PROTO_NEED_MORE);
+	cr_expect_eq(req.no_newline, 0);
 	free(buf);
 }
 
@@ -616,6 +741,21 @@ Test(text_lines, line_limits)
 	memcpy(buf + PROTO_LINE_MAX - 6, " 0 0 1\r\n", 8);
 	cr_expect_eq(proto_text_parse(buf, PROTO_LINE_MAX + 2, &test_lim, &req),
 		     PROTO_LINE_TOO_LONG);
+}
+
+Test(text_misc, shutdown_and_memlimit_fields)
+{
+	static const char sh[] = "shutdown  graceful x \r\n";
+	static const char mem[] = "cache_memlimit 4096 noreply\r\n";
+	struct proto_req req;
+
+	cr_assert_eq(PARSE(sh, &req), PROTO_OK);
+	cr_expect(req.cmd == PROTO_CMD_SHUTDOWN &&
+		  span_eq(sh, req.arg, "graceful x"));
+	cr_assert_eq(PARSE("shutdown\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.arg.len, 0);
+	cr_assert_eq(PARSE(mem, &req), PROTO_OK);
+	cr_expect(req.memlimit == 4096 && req.noreply);
 }
 
 Test(text_misc, stats_args)

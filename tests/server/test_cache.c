@@ -571,19 +571,25 @@ Test(cache, cache_memlimit_shrinks_the_cache)
 	read_stats(c, "", &s);
 	cr_assert_leq(stat_u64(&s, "bytes"), 16 * MIB);
 
-	static const char *const bad[] = { "cache_memlimit 0\r\n",
-					   "cache_memlimit abc\r\n" };
+	/* memcached's refusals leave the limit alone. */
+	static const char *const bad[][2] = {
+		{ "cache_memlimit 0\r\n", "MEMLIMIT_TOO_SMALL cannot set "
+					  "maxbytes to less than 8m\r\n" },
+		{ "cache_memlimit abc\r\n", "ERROR\r\n" },
+	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		SEND_N(c, bad[i], strlen(bad[i]));
+		SEND_N(c, bad[i][0], strlen(bad[i][0]));
 		cr_assert_gt(hc_line(c, line, sizeof(line), H_TIMEOUT_MS), 0,
-			     "no reply to %s", bad[i]);
-		cr_assert(!strncmp(line, "CLIENT_ERROR ", 13),
-			  "reply to %s: %s", bad[i], line);
+			     "no reply to %s", bad[i][0]);
+		cr_assert_str_eq(line, bad[i][1], "reply to %s", bad[i][0]);
 		SYNC(c, &srv);
 	}
 	read_stats(c, "", &s);
 	cr_assert_eq(stat_u64(&s, "limit_maxbytes"), 16 * MIB);
+	cr_assert_eq(hc_stats(c, "settings", &s, H_TIMEOUT_MS), 0);
+	cr_assert_str_eq(hstats_get(&s, "maxbytes"), "16777216",
+			 "stats settings does not follow cache_memlimit");
 }
 
 /* ---- 6. an item larger than the limit ---- */
@@ -591,13 +597,16 @@ Test(cache, cache_memlimit_shrinks_the_cache)
 Test(cache, item_larger_than_the_limit_fails_cleanly)
 {
 	/* --conn-memory: its default, 1/8 of -m, would refuse to read the
-	 * request before the cache sees it (connection_memory_cap). */
+	 * request before the cache sees it (connection_memory_cap). -I may
+	 * be at most half of -m at start; cache_memlimit then halves the
+	 * limit, and an item of -I bytes no longer fits. */
 	static const char *const extra[] = {
-		"-m", "2", "-I", "4m", "--conn-memory", "16", NULL
+		"-m", "16", "-I", "8m", "--conn-memory", "32", NULL
 	};
-	const size_t big = 3 * MIB;
+	const size_t big = 8 * MIB;
 
 	start(extra);
+	RT(c, "cache_memlimit 8\r\n", "OK\r\n");
 	breq.len = 0;
 	add_set("big", 0, big, false);
 	SEND_N(c, breq.p, breq.len);

@@ -256,7 +256,7 @@ Test(cache_api, delete)
 static enum cache_result incr(struct cache *c, const char *k, bool up,
 			      uint64_t delta, uint64_t *v)
 {
-	return cache_incr(c, 0, key(k), up, delta, v);
+	return cache_incr(c, 0, key(k), up, delta, 0, v, NULL);
 }
 
 /* incr (up) or decr of "n" by delta gives want, stored as value (NULL:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Real clients against the server under test: memccapable -a (libmemcached's
-# ASCII conformance checker), memccp/memccat/memcstat/memcdump, and pymemcache under
-# Debian's /usr/bin/python3 (the python3 on PATH lacks Debian's packages).
+# Real clients against the server under test: memccapable (libmemcached's
+# conformance checker: -a, the text protocol, then both protocols, memcached's
+# binary one included), memccp/memccat/memcstat/memcdump, and pymemcache
+# under Debian's /usr/bin/python3 (the python3 on PATH lacks Debian's packages).
 # Starts its own server on a free 127.0.0.1 port, stops it by PID on exit.
 set -euo pipefail
 
@@ -91,6 +92,15 @@ echo "== memccapable -a"
 out=$(memccapable -a -h 127.0.0.1 -p "$port" -t 5 2>&1) || {
 	echo "$out"
 	echo "FAIL: memccapable -a"
+	exit 1
+}
+echo "$out"
+grep -q '^All tests passed' <<<"$out"
+
+echo "== memccapable (text and memcached binary protocols)"
+out=$(memccapable -h 127.0.0.1 -p "$port" -t 5 2>&1) || {
+	echo "$out"
+	echo "FAIL: memccapable"
 	exit 1
 }
 echo "$out"

@@ -118,7 +118,9 @@ Test(config, long_options)
 	cr_assert_eq(cfg.verbose, 1);
 }
 
-/* Each range bound is accepted and the value past it is a usage error. */
+/* Each range bound is accepted and the value past it is a usage error
+ * (with a unix socket, 4 GiB of memory and 1k items, so that no rule
+ * across options gets in the way). */
 Test(config, ranges)
 {
 	static const struct {
@@ -147,12 +149,50 @@ Test(config, ranges)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cr_assert_eq(PARSE(cases[i].opt, cases[i].ok), 0, "%s %s",
-			     cases[i].opt, cases[i].ok);
-		cr_assert_eq(PARSE(cases[i].opt, cases[i].bad),
+		cr_assert_eq(PARSE("-s", "/tmp/s", "-m", "4096", "-I", "1k",
+				   cases[i].opt, cases[i].ok),
+			     0, "%s %s", cases[i].opt, cases[i].ok);
+		cr_assert_eq(PARSE("-s", "/tmp/s", "-m", "4096", "-I", "1k",
+				   cases[i].opt, cases[i].bad),
 			     CONFIG_EXIT_USAGE, "%s %s", cases[i].opt,
 			     cases[i].bad);
 	}
+}
+
+/* Rules across options: -p 0 needs a unix socket; -I at most half of -m
+ * (memcached 1.6.18's rule: "Cannot set item size limit higher than 1/2
+ * of memory max.", exit code 64). */
+Test(config, combinations)
+{
+	cr_assert_eq(PARSE("-p", "0"), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-p", "0", "-s", "/tmp/s"), 0);
+	cr_assert_eq(cfg.port, 0);
+	cr_assert_eq(PARSE("-m", "64", "-I", "32m"), 0);
+	cr_assert_eq(PARSE("-m", "64", "-I", "33m"), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-m", "2", "-I", "1m"), 0);
+	cr_assert_eq(PARSE("-m", "2", "-I", "4m"), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-m", "1"), CONFIG_EXIT_USAGE); /* -I 1m */
+	cr_assert_eq(PARSE("-m", "1", "-I", "512k"), 0);
+	/* protected mode looks at TCP addresses only when TCP is on */
+	cr_assert_eq(PARSE("-l", "0.0.0.0"), 0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-p", "0", "-s", "/tmp/s", "-l", "0.0.0.0"), 0);
+	cr_assert_eq(config_check_access(&cfg), 0);
+}
+
+/* memcached's -A and -F. */
+Test(config, shutdown_and_flush_all_flags)
+{
+	cr_assert_eq(PARSE(""), CONFIG_EXIT_USAGE); /* an argument */
+	cr_assert_eq(parse((const char *const[]){ NULL }), 0);
+	cr_assert_not(cfg.enable_shutdown);
+	cr_assert_not(cfg.disable_flush_all);
+	cr_assert_eq(PARSE("-A", "-F"), 0);
+	cr_assert(cfg.enable_shutdown);
+	cr_assert(cfg.disable_flush_all);
+	cr_assert_eq(PARSE("--enable-shutdown", "--disable-flush-all"), 0);
+	cr_assert(cfg.enable_shutdown);
+	cr_assert(cfg.disable_flush_all);
 }
 
 Test(config, bad_usage)
@@ -243,6 +283,8 @@ Test(config, stats_settings)
 				 "protected_mode=no\n"
 				 "metrics_port=9\n"
 				 "metrics_listen=127.0.0.2\n"
+				 "shutdown_command=no\n"
+				 "flush_enabled=yes\n"
 				 "verbosity=2\n"
 				 "auth=no\n"
 				 "auth_enabled_ascii=no\n"
@@ -251,9 +293,7 @@ Test(config, stats_settings)
 				 "evictions=on\n"
 				 "maxconns_fast=yes\n"
 				 "binding_protocol=auto-negotiate\n"
-				 "flush_enabled=yes\n"
 				 "dump_enabled=yes\n"
-				 "shutdown_command=no\n"
 				 "hash_algorithm=siphash13\n"
 				 "lru_crawler=yes\n"
 				 "lru_segmented=no\n"

@@ -291,3 +291,38 @@ Test(request_path, verbosity_sets_the_log_level)
 	cr_assert_eq(log_get_level(), LOG_WARN);
 	log_set_level(was);
 }
+
+/* A msgpack SET over the item size limit answers TOO_LARGE and drops the
+ * key's old value, as a text set does (and memcached's protocols do). */
+Test(request_path, binary_too_large_set_drops_the_old_value)
+{
+	enum { VLEN = (1 << 20) + 1 };
+	/* [4, 2, "k", bin32(VLEN)] */
+	static const char head[] = "\x94\x04\x02\xa1k\xc6";
+	struct conn *text = conn_new_memory(&w), *bin;
+	size_t body = sizeof(head) - 1 + 4 + VLEN, n = 0, len;
+	char *in = malloc(4 + body), *out;
+
+	cr_assert_not_null(in);
+	feed_str(text, "set k 0 0 3\r\nold\r\n");
+	free(take(NULL));
+	for (int i = 3; i >= 0; i--)
+		in[n++] = (char)(body >> (8 * i));
+	memcpy(in + n, head, sizeof(head) - 1);
+	n += sizeof(head) - 1;
+	for (int i = 3; i >= 0; i--)
+		in[n++] = (char)((uint32_t)VLEN >> (8 * i));
+	memset(in + n, 'v', VLEN);
+	n += VLEN;
+	bin = conn_new_memory(&w);
+	feed(bin, in, n);
+	free(in);
+	out = take(&len);
+	/* [2, TOO_LARGE (4), "object too large for cache"] */
+	cr_assert_gt(len, 7);
+	cr_assert_eq(memcmp(out + 4, "\x93\x02\x04", 3), 0);
+	free(out);
+	feed_str(text, "get k\r\n");
+	cr_assert_str_eq(out = take(NULL), "END\r\n");
+	free(out);
+}

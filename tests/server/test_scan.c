@@ -193,6 +193,35 @@ Test(scan, empty_and_small)
 	SYNC(c, &srv);
 }
 
+/* Keys may hold control bytes (not space, "\n" or NUL): KEY lines print
+ * them as they are, one "\r\n" after the key's own bytes. */
+Test(scan, keys_with_control_bytes)
+{
+	char line[600];
+	int tab = 0, cr = 0, ctl = 0;
+
+	skip_on_memcached();
+	RT(c, "set a\tb 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "set k\r 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "set \x01\x7f 0 0 1\r\nx\r\n", "STORED\r\n");
+	SEND(c, "scan 0 count 1000\r\n");
+	for (int i = 0; i < 3; i++) {
+		long n = hc_line(c, line, sizeof(line), 10000);
+
+		cr_assert_gt(n, 4);
+		if (strcmp(line, "KEY a\tb\r\n") == 0)
+			tab++;
+		else if (strcmp(line, "KEY k\r\r\n") == 0)
+			cr++;
+		else if (strcmp(line, "KEY \x01\x7f\r\n") == 0)
+			ctl++;
+	}
+	cr_assert(tab == 1 && cr == 1 && ctl == 1, "KEY lines %d %d %d", tab,
+		  cr, ctl);
+	EXPECT(c, "CURSOR 0\r\n");
+	SYNC(c, &srv);
+}
+
 Test(scan, count_bounds)
 {
 	static const struct {

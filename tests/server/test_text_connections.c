@@ -3,15 +3,22 @@
  * sent one request at a time, pipelined in one write, byte by byte and in
  * random pieces gives the same bytes back; request-line limits; 200
  * concurrent connections keep their own writes visible; a connection over
- * -c is refused cleanly.
+ * -c is refused cleanly; get lines of a megabyte; -p 0 with a unix socket.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -250,6 +257,208 @@ Test(conn, long_get_lines_are_allowed)
 	cr_assert_gt(breq.len, 50000);
 	SEND_N(c, breq.p, breq.len);
 	EXPECT_N(c, brep.p, brep.len);
+}
+
+/* Appends "get" and keys "m%06d" for 0..n-1 to breq, no line end. */
+static void long_get_line(int n)
+{
+	breq.len = 0;
+	hbuf_printf(&breq, "get");
+	for (int i = 0; i < n; i++)
+		hbuf_printf(&breq, " m%06d", i);
+}
+
+static void skip_on_memcached(const char *why)
+{
+	if (srv.kind == SRV_MEMCACHED)
+		cr_skip_test("%s", why);
+}
+
+/*
+ * A get line of a megabyte: 125,001 keys, a hit every 50, arriving in
+ * 16 KiB pieces, answered exactly (memcached serves get lines of any
+ * length; rhkvd up to the item size limit, 1 MiB by default).
+ */
+Test(conn, get_line_of_a_megabyte)
+{
+	const int n = 125000;
+
+	for (int i = 0; i < n; i += 50)
+		hbuf_printf(&brep, "set m%06d 0 0 6 noreply\r\n%06d\r\n", i, i);
+	SEND_N(c, brep.p, brep.len);
+	SYNC(c, &srv);
+	brep.len = 0;
+	long_get_line(n);
+	hbuf_printf(&breq, " m000000\r\n"); /* a key twice: two values */
+	for (int i = 0; i < n; i += 50)
+		hbuf_printf(&brep, "VALUE m%06d 0 6\r\n%06d\r\n", i, i);
+	hbuf_printf(&brep, "VALUE m000000 0 6\r\n000000\r\nEND\r\n");
+	cr_assert(breq.len > 1000000 && breq.len < (1 << 20), "%zu", breq.len);
+	cr_assert_eq(hc_send_split(c, breq.p, breq.len, 16384, 0), 0);
+	EXPECT_N(c, brep.p, brep.len);
+	SYNC(c, &srv);
+}
+
+/* Past the limit: CLIENT_ERROR line too long, a close, and the server
+ * serves others. */
+Test(conn, get_line_past_the_limit)
+{
+	skip_on_memcached("memcached sets no limit on get lines");
+	long_get_line((1 << 20) / 8 + 10);
+	(void)hc_send(c, breq.p, breq.len); /* may fail once closed */
+	EXPECT(c, "CLIENT_ERROR line too long\r\n");
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "not closed");
+	extra_conns[0] = hc_open(srv.port);
+	cr_assert_not_null(extra_conns[0]);
+	RT(extra_conns[0], "set a 0 0 1\r\nx\r\n", "STORED\r\n");
+	SYNC(extra_conns[0], &srv);
+}
+
+/* A get line the connection memory cannot hold (--conn-memory 1, -I 4m:
+ * the line's limit is 4 MiB): memcached's error, a close, and the server
+ * serves others. */
+Test(conn, get_line_past_connection_memory)
+{
+	static const char *const extra[] = { "--conn-memory", "1", "-I", "4m",
+					     NULL };
+	char line[256];
+
+	skip_on_memcached("--conn-memory is rhkvd's");
+	restart_with(extra);
+	long_get_line(2 * (1 << 20) / 8);
+	(void)hc_send(c, breq.p, breq.len); /* may fail once closed */
+	cr_assert_gt(hc_line(c, line, sizeof(line), 10000), 0, "no reply");
+	cr_assert_str_eq(line,
+			 "SERVER_ERROR out of memory reading request\r\n");
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "not closed");
+	extra_conns[0] = hc_open(srv.port);
+	cr_assert_not_null(extra_conns[0]);
+	RT(extra_conns[0], "get a\r\n", "END\r\n");
+}
+
+/*
+ * A get reply that alone outgrows --conn-memory (1 MiB): the values that
+ * fit (each added while the output is within the limit: 18 of 60,021
+ * bytes), then memcached's error instead of END, then a close.
+ */
+Test(conn, get_reply_past_connection_memory)
+{
+	static const char *const extra[] = { "--conn-memory", "1", NULL };
+	static char val[60000];
+
+	skip_on_memcached("--conn-memory is rhkvd's");
+	restart_with(extra);
+	memset(val, 'v', sizeof(val));
+	hbuf_printf(&breq, "set big 0 0 %zu\r\n", sizeof(val));
+	hbuf_add(&breq, val, sizeof(val));
+	hbuf_printf(&breq, "\r\n");
+	SEND_N(c, breq.p, breq.len);
+	EXPECT(c, "STORED\r\n");
+	breq.len = 0;
+	hbuf_printf(&breq, "get");
+	for (int i = 0; i < 40; i++)
+		hbuf_printf(&breq, " big");
+	hbuf_printf(&breq, "\r\n");
+	for (int i = 0; i < 18; i++) {
+		hbuf_printf(&brep, "VALUE big 0 %zu\r\n", sizeof(val));
+		hbuf_add(&brep, val, sizeof(val));
+		hbuf_printf(&brep, "\r\n");
+	}
+	hbuf_printf(&brep,
+		    "SERVER_ERROR out of memory writing get response\r\n");
+	SEND_N(c, breq.p, breq.len);
+	EXPECT_N(c, brep.p, brep.len);
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "not closed");
+	extra_conns[0] = hc_open(srv.port);
+	cr_assert_not_null(extra_conns[0]);
+	RT(extra_conns[0], "get big\r\n", "VALUE big 0 60000\r\n");
+}
+
+/* Starts the rhkvd under test with ARGV (after its name), stderr to
+ * /dev/null; returns its pid. */
+static pid_t spawn_rhkvd(const char *const *args)
+{
+	const char *path = getenv(H_ENV_SERVER);
+	const char *argv[16] = { NULL };
+	pid_t pid;
+	int n = 0;
+
+	if (!path || !*path)
+		path = getenv(H_ENV_SERVER_DEFAULT);
+	cr_assert(path && *path, "no rhkvd to start");
+	argv[n++] = path;
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: errno %d", errno);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (null >= 0)
+			dup2(null, 2);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Connects to the unix socket PATH within 5 s; -1 if it never listens. */
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	for (long long end = h_now_ms() + 5000; h_now_ms() < end;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		if (fd >= 0 &&
+		    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				   sizeof(tv));
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		h_sleep_ms(20);
+	}
+	return -1;
+}
+
+/* -p 0: no TCP listener, the unix socket alone serves; with no unix
+ * socket either, rhkvd refuses to start (exit code 64). */
+Test(conn, port_0_serves_the_unix_socket_only)
+{
+	char path[64], reply[64] = "";
+	const char *const argv[] = { "-p", "0", "-s", path, "-t", "1", NULL };
+	const char *const none[] = { "-p", "0", NULL };
+	pid_t pid;
+	int fd, status;
+	ssize_t n;
+
+	skip_on_memcached("the test starts rhkvd itself");
+	snprintf(path, sizeof(path), "/tmp/rhkv-test-%d.sock", (int)getpid());
+	pid = spawn_rhkvd(argv);
+	fd = connect_unix(path);
+	if (fd >= 0) {
+		n = write(fd, "version\r\n", 9) == 9
+			    ? read(fd, reply, sizeof(reply) - 1)
+			    : -1;
+		reply[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_geq(fd, 0, "no unix socket at %s", path);
+	cr_assert_eq(strncmp(reply, "VERSION ", 8), 0, "reply %s", reply);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "wait status %#x", status);
+
+	pid = spawn_rhkvd(none);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 64,
+		  "no listener at all: wait status %#x", status);
 }
 
 /*

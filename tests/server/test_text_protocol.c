@@ -40,6 +40,20 @@ static void setup_1k(void)
 	start_with(extra);
 }
 
+static void setup_no_flush(void)
+{
+	static const char *const extra[] = { "-F", NULL };
+
+	start_with(extra);
+}
+
+static void setup_shutdown(void)
+{
+	static const char *const extra[] = { "-A", NULL };
+
+	start_with(extra);
+}
+
 static void teardown(void)
 {
 	int status;
@@ -56,6 +70,8 @@ static void teardown(void)
  * when they differ. */
 TestSuite(text, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(text_1k, .init = setup_1k, .fini = teardown, .timeout = 60);
+TestSuite(text_F, .init = setup_no_flush, .fini = teardown, .timeout = 60);
+TestSuite(text_A, .init = setup_shutdown, .fini = teardown, .timeout = 60);
 
 /* Reads one gets/gats item of KEY and the END after it; returns its cas. */
 static unsigned long long read_one_cas(const char *key)
@@ -131,6 +147,60 @@ Test(text, keys_of_250_bytes)
 	SEND_N(c, req, strlen(req));
 	snprintf(req, sizeof(req), "VALUE %s 0 1\r\nx\r\nEND\r\n", key);
 	EXPECT_N(c, req, strlen(req));
+}
+
+/*
+ * memcached 1.6.18 stores keys with any bytes but space, "\n" and NUL:
+ * control bytes, DEL and high bytes included (memcaslap's keys start with
+ * such bytes). A NUL ends the line: what follows it is ignored.
+ */
+Test(text, keys_with_control_bytes)
+{
+	/* Literals with their lengths: some hold a NUL. */
+#define L(req, rep)                                        \
+	{                                                  \
+		req, sizeof(req) - 1, rep, sizeof(rep) - 1 \
+	}
+	static const struct {
+		const char *req;
+		size_t nreq;
+		const char *rep;
+		size_t nrep;
+	} rt[] = {
+		L("set \x01\x02k 0 0 1\r\na\r\n", "STORED\r\n"),
+		L("set a\tb 0 0 1\r\nb\r\n", "STORED\r\n"),
+		L("set k\r 0 0 1\r\nc\r\n", "STORED\r\n"),
+		L("set \x7f\x1f\x0b\x0c 0 0 1\r\nd\r\n", "STORED\r\n"),
+		L("set \x80\xff 0 0 1\r\ne\r\n", "STORED\r\n"),
+		L("get \x01\x02k a\tb\r\n",
+		  "VALUE \x01\x02k 0 1\r\na\r\nVALUE a\tb 0 1\r\nb\r\nEND\r\n"),
+		/* only the "\r" right before "\n" belongs to the line end */
+		L("get k\r\r\n", "VALUE k\r 0 1\r\nc\r\nEND\r\n"),
+		L("get k\r\n", "END\r\n"),
+		L("get \x7f\x1f\x0b\x0c \x80\xff\r\n",
+		  "VALUE \x7f\x1f\x0b\x0c 0 1\r\nd\r\n"
+		  "VALUE \x80\xff 0 1\r\ne\r\nEND\r\n"),
+		L("append a\tb 0 0 1\r\nB\r\n", "STORED\r\n"),
+		L("touch a\tb 0\r\n", "TOUCHED\r\n"),
+		L("set n\x01 0 0 1\r\n5\r\n", "STORED\r\n"),
+		L("incr n\x01 2\r\n", "7\r\n"),
+		L("gat 0 a\tb\r\n", "VALUE a\tb 0 2\r\nbB\r\nEND\r\n"),
+		L("delete \x01\x02k\r\n", "DELETED\r\n"),
+		L("get \x01\x02k\r\n", "END\r\n"),
+		/* a NUL ends the line's content */
+		L("get a\tb\0zz\r\n", "VALUE a\tb 0 2\r\nbB\r\nEND\r\n"),
+		L("set z\0 0 0 1\r\nx\r\n", "ERROR\r\nERROR\r\n"),
+		L("get z\r\n", "END\r\n"),
+		L("set q 0 0 1 \0noreply\r\nx\r\n", "STORED\r\n"),
+		L("get \0q\r\n", "ERROR\r\n"),
+	};
+#undef L
+
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++) {
+		SEND_N(c, rt[i].req, rt[i].nreq);
+		EXPECT_N(c, rt[i].rep, rt[i].nrep);
+	}
+	SYNC(c, &srv);
 }
 
 Test(text, binary_and_empty_values)
@@ -765,4 +835,123 @@ Test(text, stats)
 	cr_expect_gt(read_stats(nm, val, 400), 5);
 	RT(c, "stats nonsense\r\n", "ERROR\r\n");
 	RT(c, "stats noreply\r\n", "ERROR\r\n");
+}
+
+/* Sends each request of a table and expects its reply ("" for none). */
+static void round_trips(const char *const (*cases)[2], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		SEND_N(c, cases[i][0], strlen(cases[i][0]));
+		EXPECT_N(c, cases[i][1], strlen(cases[i][1]));
+	}
+	SYNC(c, &srv);
+}
+
+#define ROUND_TRIPS(cases) \
+	round_trips((cases), sizeof(cases) / sizeof(*(cases)))
+
+/* `stats settings` holds NAME with the value WANT. */
+static void expect_setting(const char *name, const char *want)
+{
+	struct hstats s;
+	const char *v;
+
+	cr_assert_eq(hc_stats(c, "settings", &s, H_TIMEOUT_MS), 0);
+	v = hstats_get(&s, name);
+	cr_assert_not_null(v, "no %s in stats settings", name);
+	cr_assert_str_eq(v, want, "stats settings %s", name);
+}
+
+/* cache_memlimit's refusals, in memcached 1.6.18's words; `stats settings`
+ * maxbytes follows the limit. */
+Test(text, cache_memlimit_replies)
+{
+	static const char *const cases[][2] = {
+		{ "cache_memlimit 0\r\n", "MEMLIMIT_TOO_SMALL cannot set "
+					  "maxbytes to less than 8m\r\n" },
+		{ "cache_memlimit 7 x\r\n", "MEMLIMIT_TOO_SMALL cannot set "
+					    "maxbytes to less than 8m\r\n" },
+		{ "cache_memlimit 4294967296\r\n",
+		  "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than "
+		  "8m\r\n" },
+		{ "cache_memlimit 1000000001\r\n",
+		  "MEMLIMIT_ADJUST_FAILED input value is megabytes not "
+		  "bytes\r\n" },
+		{ "cache_memlimit -1\r\n", "ERROR\r\n" },
+		{ "cache_memlimit x\r\n", "ERROR\r\n" },
+		{ "cache_memlimit\r\n", "ERROR\r\n" },
+		{ "cache_memlimit 7 noreply\r\n", "" },
+		{ "cache_memlimit x noreply\r\n", "" },
+		{ "cache_memlimit 100\r\n", "OK\r\n" },
+	};
+
+	ROUND_TRIPS(cases);
+	expect_setting("maxbytes", "104857600");
+	RT(c, "cache_memlimit 8\r\n", "OK\r\n");
+	expect_setting("maxbytes", "8388608");
+	expect_setting("shutdown_command", "no");
+	expect_setting("flush_enabled", "yes");
+}
+
+/* Without -A, every shutdown is refused, noreply or not. */
+Test(text, shutdown_not_enabled)
+{
+	static const char *const cases[][2] = {
+		{ "shutdown\r\n", "ERROR: shutdown not enabled\r\n" },
+		{ "shutdown graceful\r\n", "ERROR: shutdown not enabled\r\n" },
+		{ "shutdown noreply\r\n", "ERROR: shutdown not enabled\r\n" },
+		{ "shutdown x y\r\n", "ERROR: shutdown not enabled\r\n" },
+	};
+
+	ROUND_TRIPS(cases);
+}
+
+/* -F: flush_all refused before its delay is read; noreply silences it. */
+Test(text_F, flush_all_not_allowed)
+{
+	static const char *const cases[][2] = {
+		{ "set k 0 0 1\r\nx\r\n", "STORED\r\n" },
+		{ "flush_all\r\n", "CLIENT_ERROR flush_all not allowed\r\n" },
+		{ "flush_all 0\r\n", "CLIENT_ERROR flush_all not allowed\r\n" },
+		{ "flush_all x\r\n", "CLIENT_ERROR flush_all not allowed\r\n" },
+		{ "flush_all 1 2 3\r\n", "ERROR\r\n" },
+		{ "flush_all noreply\r\nflush_all 0 noreply\r\n", "" },
+		{ "get k\r\n", "VALUE k 0 1\r\nx\r\nEND\r\n" },
+	};
+
+	ROUND_TRIPS(cases);
+	expect_setting("flush_enabled", "no");
+}
+
+/* Whether the server stops accepting within 5 s. */
+static bool stops_accepting(void)
+{
+	for (long long end = h_now_ms() + 5000; h_now_ms() < end;) {
+		struct hconn *probe = hc_open(srv.port);
+
+		if (!probe)
+			return true;
+		hc_close(&probe);
+		h_sleep_ms(20);
+	}
+	return false;
+}
+
+/* -A: a bad mode is refused (noreply is no mode); "shutdown" closes the
+ * connection without a word and the server exits with status 0. */
+Test(text_A, shutdown_stops_the_server)
+{
+	expect_setting("shutdown_command", "yes");
+	RT(c, "shutdown x y\r\n", "CLIENT_ERROR invalid shutdown mode\r\n");
+	RT(c, "shutdown noreply\r\n", "CLIENT_ERROR invalid shutdown mode\r\n");
+	SEND(c, "shutdown\r\n");
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "not closed");
+	cr_assert(stops_accepting(), "still accepting after shutdown");
+}
+
+Test(text_A, shutdown_graceful_stops_the_server)
+{
+	SEND(c, "shutdown graceful\r\n");
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "not closed");
+	cr_assert(stops_accepting(), "still accepting after shutdown");
 }
