@@ -1,0 +1,115 @@
+# shellcheck shell=bash
+# Sourced by the shell integration tests: chooses the server under test
+# (RHKV_TEST_SERVER, else meson's RHKV_TEST_SERVER_DEFAULT, else memcached),
+# starts it on a free 127.0.0.1 port and stops it by PID. Every server a
+# script starts is stopped when it exits (lib_cleanup, from its EXIT trap).
+
+server=${RHKV_TEST_SERVER:-${RHKV_TEST_SERVER_DEFAULT:-memcached}}
+# Debian's python: the python3 on PATH may lack Debian's python3-* packages.
+py=/usr/bin/python3
+pid=
+port=
+status=0
+lib_pids=()
+
+# is_memcached: true when the server under test is memcached.
+is_memcached() {
+	[ "$(basename "$server")" = memcached ]
+}
+
+# skip MESSAGE: exit 77, which meson reports as a skip.
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# need_cmd COMMAND PACKAGE: skips unless COMMAND is on PATH.
+need_cmd() {
+	command -v "$1" >/dev/null || skip "$1 missing (apt-get install $2)"
+}
+
+free_port() {
+	"$py" -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ready PORT: true once the server there answers "version": with VERSION,
+# or with an error where it wants authentication first.
+ready() {
+	"$py" - "$1" <<'PY'
+import socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+    s.sendall(b"version\r\n")
+    sys.exit(0 if s.recv(100).startswith((b"VERSION ", b"CLIENT_ERROR",
+                                          b"ERROR")) else 1)
+except OSError:
+    sys.exit(1)
+PY
+}
+
+# stop_server [PID]: SIGTERM, SIGKILL after 5 s, reaped; sets $status to the
+# exit status. Without PID, the last server started ($pid).
+stop_server() {
+	local p=${1:-$pid}
+	[ -n "$p" ] || return 0
+	kill -TERM "$p" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$p" 2>/dev/null; then
+		echo "server $p ignored SIGTERM" >&2
+		kill -KILL "$p" 2>/dev/null || true
+	fi
+	status=0
+	wait "$p" 2>/dev/null || status=$?
+	local rest=()
+	for q in "${lib_pids[@]}"; do
+		[ "$q" = "$p" ] || rest+=("$q")
+	done
+	lib_pids=("${rest[@]}")
+	if [ "$p" = "$pid" ]; then pid=; fi
+}
+
+lib_cleanup() {
+	local p
+	for p in "${lib_pids[@]}"; do
+		stop_server "$p"
+	done
+}
+
+# start_server [OPTION...]: starts the server with -t 2 and the options on
+# a free port (five tries); sets $port and $pid. memcached also gets
+# -u root -U 0 (it refuses to run as root without -u).
+start_server() {
+	for _ in 1 2 3 4 5; do
+		port=$(free_port)
+		if is_memcached; then
+			"$server" -u root -U 0 -p "$port" -l 127.0.0.1 -t 2 "$@" &
+		else
+			"$server" -p "$port" -l 127.0.0.1 -t 2 "$@" &
+		fi
+		pid=$!
+		lib_pids+=("$pid")
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			if ready "$port"; then
+				return 0
+			fi
+			sleep 0.1
+		done
+		stop_server
+	done
+	echo "FAIL: $server did not start" >&2
+	exit 1
+}
+
+# stop_checked: stops the last server started; fails unless it exited 0.
+stop_checked() {
+	stop_server
+	if [ "$status" -ne 0 ]; then
+		echo "FAIL: server exit status $status after SIGTERM"
+		exit 1
+	fi
+}
