@@ -33,16 +33,20 @@ free_port() {
 s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# ready PORT: true once the server there answers "version": with VERSION,
-# or with an error where it wants authentication first.
+# ready PORT [COMMAND PREFIX...]: true once the server there answers
+# COMMAND with a line that starts with one of the PREFIXes. By default
+# "version", answered with VERSION, or with an error where the server wants
+# authentication first.
 ready() {
-	"$py" - "$1" <<'PY'
+	"$py" - "$@" <<'PY'
 import socket, sys
+cmd = sys.argv[2] if len(sys.argv) > 2 else "version"
+want = tuple(p.encode() for p in sys.argv[3:]) or \
+    (b"VERSION ", b"CLIENT_ERROR", b"ERROR")
 try:
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-    s.sendall(b"version\r\n")
-    sys.exit(0 if s.recv(100).startswith((b"VERSION ", b"CLIENT_ERROR",
-                                          b"ERROR")) else 1)
+    s.sendall(cmd.encode() + b"\r\n")
+    sys.exit(0 if s.recv(100).startswith(want) else 1)
 except OSError:
     sys.exit(1)
 PY
@@ -82,6 +86,7 @@ lib_cleanup() {
 # start_server [OPTION...]: starts the server with -t 2 and the options on
 # a free port (five tries); sets $port and $pid. memcached also gets
 # -u root -U 0 (it refuses to run as root without -u).
+# shellcheck disable=SC2120 # the options are optional
 start_server() {
 	for _ in 1 2 3 4 5; do
 		port=$(free_port)
@@ -112,4 +117,19 @@ stop_checked() {
 		echo "FAIL: server exit status $status after SIGTERM"
 		exit 1
 	fi
+}
+
+# start_auth_server DIR: rhkvd only: writes $auth_password to DIR/password
+# and starts a server with --auth-file (SASL PLAIN in the binary protocol).
+# Under memcached, whose SASL needs a SASL configuration of the system, it
+# says so and returns 1.
+auth_password='s3cret!'
+start_auth_server() {
+	if is_memcached; then
+		echo "== SASL: left out (memcached's needs a SASL configuration of the system)"
+		return 1
+	fi
+	printf '%s\n' "$auth_password" >"$1/password"
+	start_server --auth-file "$1/password"
+	echo "== server with --auth-file on port $port (pid $pid)"
 }

@@ -68,9 +68,10 @@ for mode in text binary; do
 	grep -Eq '^	items:[0-9]+:number: [1-9]' <<<"$out" ||
 		fail "$mode: memcstat --args=items: no items:N:number: $(head -c 300 <<<"$out")"
 	out=$(memcstat "$servers" "${opt[@]}" --args=slabs) || fail "$mode: memcstat --args=slabs"
-	grep -Eq '^	[0-9]+:chunk_size: [1-9]' <<<"$out" &&
-		grep -Eq '^	active_slabs: [1-9]' <<<"$out" ||
+	if ! grep -Eq '^	[0-9]+:chunk_size: [1-9]' <<<"$out" ||
+		! grep -Eq '^	active_slabs: [1-9]' <<<"$out"; then
 		fail "$mode: memcstat --args=slabs: $(head -c 300 <<<"$out")"
+	fi
 
 	memcflush "$servers" "${opt[@]}" || fail "$mode: memcflush"
 	if memccat "$servers" "${opt[@]}" --file="$tmp/gone" tool-key-00 2>/dev/null; then
@@ -122,19 +123,14 @@ else
 fi
 stop_checked
 
-if is_memcached; then
-	echo "== SASL: left out (memcached's needs a SASL configuration of the system)"
-else
-	printf 's3cret!\n' >"$tmp/password"
-	start_server --auth-file "$tmp/password"
+if start_auth_server "$tmp"; then
 	servers="--servers=127.0.0.1:$port"
-	echo "== SASL PLAIN: server with --auth-file on port $port (pid $pid)"
 	if memccp "$servers" --binary -q -u rhkv -p wrong-password "$tmp/files/tool-key-03"; then
 		fail "SASL: memccp with a wrong password succeeded"
 	fi
-	memccp "$servers" --binary -u rhkv -p 's3cret!' "$tmp/files/tool-key-03" ||
+	memccp "$servers" --binary -u rhkv -p "$auth_password" "$tmp/files/tool-key-03" ||
 		fail "SASL: memccp with the password"
-	memccat "$servers" --binary -u rhkv -p 's3cret!' --file="$tmp/out" tool-key-03 ||
+	memccat "$servers" --binary -u rhkv -p "$auth_password" --file="$tmp/out" tool-key-03 ||
 		fail "SASL: memccat with the password"
 	cmp -s "$tmp/files/tool-key-03" "$tmp/out" || fail "SASL: memccat: other bytes"
 	stop_checked

@@ -55,13 +55,8 @@ node "$here/clients/node.js" "$port" memjs
 node "$here/clients/node.js" "$port" memcached
 stop_checked
 
-if is_memcached; then
-	echo "== SASL: left out (memcached's needs a SASL configuration of the system)"
-else
-	printf 's3cret!\n' >"$tmp/password"
-	start_server --auth-file "$tmp/password"
-	echo "== server with --auth-file on port $port (pid $pid)"
-	node "$here/clients/node.js" "$port" sasl 's3cret!'
+if start_auth_server "$tmp"; then
+	node "$here/clients/node.js" "$port" sasl "$auth_password"
 	stop_checked
 fi
 echo "PASS"

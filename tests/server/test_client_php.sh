@@ -21,13 +21,8 @@ php "$here/clients/php.php" "$port" text
 php "$here/clients/php.php" "$port" binary
 stop_checked
 
-if is_memcached; then
-	echo "== SASL: left out (memcached's needs a SASL configuration of the system)"
-else
-	printf 's3cret!\n' >"$tmp/password"
-	start_server --auth-file "$tmp/password"
-	echo "== server with --auth-file on port $port (pid $pid)"
-	php "$here/clients/php.php" "$port" sasl 's3cret!'
+if start_auth_server "$tmp"; then
+	php "$here/clients/php.php" "$port" sasl "$auth_password"
 	stop_checked
 fi
 echo "PASS"
