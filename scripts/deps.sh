@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages rhkv needs to build and test, when missing
 # (memcached, libmemcached-tools and python3-pymemcache are the peers and
 # real clients the integration tests check rhkvd against; the rest of the
-# last group are the clients of tests/server/test_client_*.sh).
+# last group are the clients of tests/server/test_client_*.sh; sasl2-bin's
+# saslpasswd2 and libsasl2-modules' PLAIN let memcached -S check the SASL
+# parts of those tests).
 # Idempotent: does nothing (no apt-get update) when all are present.
 set -euo pipefail
 
@@ -12,7 +14,7 @@ packages=(
 	netcat-openbsd
 	memcached libmemcached-tools libmemcached-dev python3-pymemcache nutcracker
 	python3-memcache php-cli php-memcached libcache-memcached-fast-perl
-	ruby ruby-dalli
+	ruby ruby-dalli sasl2-bin libsasl2-modules
 )
 # Node and npm (test_client_node.sh installs memjs and memcached with npm
 # into the build tree): Debian's nodejs and npm, but only where the commands

@@ -11,6 +11,10 @@ pid=
 port=
 status=0
 lib_pids=()
+# A signal ends the script through its EXIT trap, which stops the servers.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # is_memcached: true when the server under test is memcached.
 is_memcached() {
@@ -36,16 +40,23 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 # ready PORT [COMMAND PREFIX...]: true once the server there answers
 # COMMAND with a line that starts with one of the PREFIXes. By default
 # "version", answered with VERSION, or with an error where the server wants
-# authentication first.
+# authentication first; with ready_probe=binary, a binary-protocol NOOP
+# answered with any response (memcached -S ignores text commands).
+ready_probe=text
 ready() {
-	"$py" - "$@" <<'PY'
+	"$py" - "$ready_probe" "$@" <<'PY'
 import socket, sys
-cmd = sys.argv[2] if len(sys.argv) > 2 else "version"
-want = tuple(p.encode() for p in sys.argv[3:]) or \
+probe, port = sys.argv[1], int(sys.argv[2])
+cmd = sys.argv[3] if len(sys.argv) > 3 else "version"
+want = tuple(p.encode() for p in sys.argv[4:]) or \
     (b"VERSION ", b"CLIENT_ERROR", b"ERROR")
 try:
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-    s.sendall(cmd.encode() + b"\r\n")
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    if probe == "binary":
+        s.sendall(bytes([0x80, 0x0a]) + bytes(22))
+        want = (b"\x81\x0a",)
+    else:
+        s.sendall(cmd.encode() + b"\r\n")
     sys.exit(0 if s.recv(100).startswith(want) else 1)
 except OSError:
     sys.exit(1)
@@ -119,17 +130,29 @@ stop_checked() {
 	fi
 }
 
-# start_auth_server DIR: rhkvd only: writes $auth_password to DIR/password
-# and starts a server with --auth-file (SASL PLAIN in the binary protocol).
-# Under memcached, whose SASL needs a SASL configuration of the system, it
-# says so and returns 1.
+# start_auth_server DIR: starts a server that wants SASL PLAIN (binary
+# protocol) with the user rhkv and $auth_password: rhkvd with --auth-file
+# DIR/password; memcached with -S and a SASL configuration in DIR (a sasldb
+# made by saslpasswd2; the PLAIN mechanism comes from libsasl2-modules).
+# Without those, memcached's case says so and returns 1.
 auth_password='s3cret!'
 start_auth_server() {
-	if is_memcached; then
-		echo "== SASL: left out (memcached's needs a SASL configuration of the system)"
+	if ! is_memcached; then
+		printf '%s\n' "$auth_password" >"$1/password"
+		start_server --auth-file "$1/password"
+	elif command -v saslpasswd2 >/dev/null &&
+		compgen -G '/usr/lib/*/sasl2/libplain.so*' >/dev/null; then
+		printf 'mech_list: plain\nsasldb_path: %s\n' "$1/sasldb2" \
+			>"$1/memcached.conf"
+		printf '%s' "$auth_password" |
+			saslpasswd2 -a memcached -c -p -f "$1/sasldb2" rhkv
+		ready_probe=binary
+		SASL_CONF_PATH=$1 start_server -S
+		ready_probe=text
+	else
+		echo "== SASL: left out (memcached's needs saslpasswd2 and the PLAIN" \
+			"mechanism: apt-get install sasl2-bin libsasl2-modules)"
 		return 1
 	fi
-	printf '%s\n' "$auth_password" >"$1/password"
-	start_server --auth-file "$1/password"
-	echo "== server with --auth-file on port $port (pid $pid)"
+	echo "== server that wants SASL PLAIN on port $port (pid $pid)"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Node clients against the server under test (clients/node.js): memjs
-# (memcached's binary protocol; SASL PLAIN against rhkvd with --auth-file)
+# (memcached's binary protocol; then SASL PLAIN, start_auth_server)
 # and the `memcached` package (text). The packages, at the versions pinned
 # in clients/node/package-lock.json, are installed with `npm ci` into
 # RHKV_NODE_PREFIX (meson sets it to a folder of the build tree; unset, a

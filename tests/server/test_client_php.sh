@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # php-memcached (Debian's php-cli and php-memcached, libmemcached inside)
 # against the server under test: clients/php.php in text and in binary mode,
-# then SASL PLAIN (binary) against a second server started with --auth-file
-# (rhkvd only: memcached's SASL needs a system SASL configuration).
+# then SASL PLAIN (binary) against a second server that wants it
+# (start_auth_server: rhkvd --auth-file, memcached -S with a sasldb).
 # Skips (77) without the packages.
 set -euo pipefail
 here=$(dirname "$0")
