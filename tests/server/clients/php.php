@@ -142,7 +142,7 @@ function basics($m, $mode)
     for ($try = 0; $try < 50; $try++) {
         $all = $m->getAllKeys();
         check(is_array($all), 'getAllKeys: ' . $m->getResultMessage());
-        $missing = array_diff(array_keys($values), $all);
+        $missing = is_array($all) ? array_diff(array_keys($values), $all) : $values;
         if (count($missing) === 0) {
             break;
         }
