@@ -1,12 +1,14 @@
 """python-memcached (memcache) and pymemcache against the server on
 127.0.0.1:PORT (argv[1]), text protocol. Run by test_client_python.sh under
-Debian's /usr/bin/python3."""
+Debian's /usr/bin/python3. argv[2]: clients (the default), no-flush (the
+server has -F), shutdown (it has -A) or shutdown-refused (it has not)."""
 import os
 import sys
 import time
 
 import memcache
 from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheError, MemcacheUnknownCommandError
 
 port = int(sys.argv[1])
 SIZES = [1, 100, 1000, 10_000, 100_000, 1_000_000]
@@ -130,7 +132,44 @@ def pymemcache_client():
     print(f"pymemcache: {'all checks passed' if not failures else 'done'}")
 
 
-python_memcached()
-pymemcache_client()
+def no_flush():
+    """The server runs with -F: flush_all is refused, items stay."""
+    c = Client(("127.0.0.1", port), connect_timeout=5, timeout=10,
+               default_noreply=False)
+    check(c.set(b"stay", b"1") is True, "set")
+    try:
+        c.flush_all()
+        check(False, "flush_all under -F succeeded")
+    except MemcacheError as e:
+        check("flush_all not allowed" in str(e), f"flush_all under -F: {e}")
+    check(c.get(b"stay") == b"1", "an item is gone after a refused flush_all")
+    check(c.cache_memlimit(100) is True, "cache_memlimit 100")
+    c.close()
+    print("pymemcache (-F): all checks passed" if not failures else "pymemcache (-F): done")
+
+
+def shutdown(enabled):
+    """shutdown: refused without -A; with it the server exits."""
+    c = Client(("127.0.0.1", port), connect_timeout=5, timeout=10,
+               default_noreply=False)
+    check(c.set(b"k", b"v") is True, "set")
+    try:
+        c.shutdown()
+        check(enabled, "shutdown without -A did not fail")
+    except MemcacheUnknownCommandError as e:
+        # "ERROR: shutdown not enabled": pymemcache keeps only the command.
+        check(not enabled, f"shutdown: {e!r}")
+        check(c.get(b"k") == b"v", "the server stopped serving after a refused shutdown")
+    print("pymemcache shutdown: all checks passed" if not failures else "pymemcache shutdown: done")
+
+
+mode = sys.argv[2] if len(sys.argv) > 2 else "clients"
+if mode == "clients":
+    python_memcached()
+    pymemcache_client()
+elif mode == "no-flush":
+    no_flush()
+else:
+    shutdown(mode == "shutdown")
 if failures:
     sys.exit(f"{failures} checks failed")
