@@ -21,8 +21,8 @@ trap 'lib_cleanup; rm -rf "$tmp"' EXIT
 prefix=${RHKV_NODE_PREFIX:-$tmp/node}
 lock=$here/clients/node/package-lock.json
 
-# install: npm ci into $prefix unless its lockfile already matches.
-install() {
+# install_packages: npm ci into $prefix unless its lockfile already matches.
+install_packages() {
 	if cmp -s "$lock" "$prefix/package-lock.json" &&
 		NODE_PATH=$prefix/node_modules node -e 'require("memjs"); require("memcached")' 2>/dev/null; then
 		echo "== node packages: up to date in $prefix"
@@ -32,11 +32,12 @@ install() {
 	cp "$here/clients/node/package.json" "$prefix/"
 	echo "== npm ci in $prefix"
 	if (cd "$prefix" && cp "$lock" . &&
-		timeout 300 npm ci --no-audit --no-fund --loglevel=error); then
+		timeout 240 npm ci --no-audit --no-fund --loglevel=error \
+			--fetch-retries=1 --fetch-timeout=60000); then
 		return 0
 	fi
 	rm -f "$prefix/package-lock.json"
-	if ! timeout 60 npm ping >/dev/null 2>&1; then
+	if ! timeout 60 npm ping --fetch-retries=0 --fetch-timeout=30000 >/dev/null 2>&1; then
 		skip "the npm registry cannot be reached: memjs and memcached not installed"
 	fi
 	echo "FAIL: npm ci failed with the registry reachable"
@@ -44,8 +45,8 @@ install() {
 }
 mkdir -p "$prefix"
 exec 9>"$prefix/.install-lock"
-flock -w 600 9
-install
+flock -w 300 9
+install_packages
 flock -u 9
 export NODE_PATH=$prefix/node_modules
 
