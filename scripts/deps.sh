@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages rhkv needs to build and test, when missing
 # (memcached, libmemcached-tools and python3-pymemcache are the peers and
-# real clients the integration tests check rhkvd against).
+# real clients the integration tests check rhkvd against; the rest of the
+# last group are the clients of tests/server/test_client_*.sh; sasl2-bin's
+# saslpasswd2 and libsasl2-modules' PLAIN let memcached -S check the SASL
+# parts of those tests).
 # Idempotent: does nothing (no apt-get update) when all are present.
 set -euo pipefail
 
@@ -10,7 +13,20 @@ packages=(
 	libevent-dev liburcu-dev libmsgpack-dev libcriterion-dev libedit-dev
 	netcat-openbsd
 	memcached libmemcached-tools libmemcached-dev python3-pymemcache nutcracker
+	python3-memcache php-cli php-memcached libcache-memcached-fast-perl
+	ruby ruby-dalli sasl2-bin libsasl2-modules
 )
+# Node and npm (test_client_node.sh installs memjs and memcached with npm
+# into the build tree): Debian's nodejs and npm, but only where the commands
+# are missing. A machine may have Node from another repository, whose
+# nodejs package bundles npm; Debian's npm would conflict with it there,
+# so nothing is installed when `node` and `npm` both run.
+if ! command -v node >/dev/null; then
+	packages+=(nodejs)
+fi
+if ! command -v npm >/dev/null; then
+	packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,9 @@
 # RHKV_CLI and RHKVD are the paths meson passes (tests/cli/meson.build);
 # starts its own rhkvd on a free 127.0.0.1 port and stops it by PID on exit.
 set -uo pipefail
+# stop_server and free_port (it sets server and py too, set again below).
+# shellcheck source=tests/server/lib_server.sh
+. "$(dirname "$0")/../server/lib_server.sh"
 
 cli=${RHKV_CLI:?RHKV_CLI: path to rhkv-cli}
 server=${RHKVD:?RHKVD: path to rhkvd}
@@ -17,24 +20,7 @@ if ! [ -x "$py" ]; then
 fi
 
 tmp=$(mktemp -d)
-pid=
-stop_server() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	pid=
-}
 trap 'stop_server; rm -rf "$tmp"' EXIT
-
-free_port() {
-	"$py" -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 sock=$tmp/rhkvd.sock
 start_server() {

@@ -7,6 +7,9 @@
 # (RHKV_TEST_SERVER, else RHKV_TEST_SERVER_DEFAULT) on a free loopback
 # port, stopped by PID on exit.
 set -euo pipefail
+# stop_server and free_port (it sets server too, which is set again below).
+# shellcheck source=tests/server/lib_server.sh
+. "$(dirname "$0")/../server/lib_server.sh"
 
 build=${MESON_BUILD_ROOT:?MESON_BUILD_ROOT: the build directory}
 src=${MESON_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -30,21 +33,6 @@ if [ -z "$server" ] || [ ! -x "$server" ]; then
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rhkv-install.XXXXXX")
-pid=
-stop_server() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "rhkvd $pid ignored SIGTERM" >&2
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
-	pid=
-}
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
 fail() {
@@ -135,11 +123,6 @@ deps=$(ldd "$tmp/example-static") || fail "ldd example-static"
 if grep -q librhkv <<<"$deps"; then
 	fail "example-static still needs librhkv.so: $deps"
 fi
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 port=
 for _ in 1 2 3 4 5; do

@@ -1,88 +1,24 @@
 #!/usr/bin/env bash
 # Real clients against the server under test: memccapable (libmemcached's
 # conformance checker: -a, the text protocol, then both protocols, memcached's
-# binary one included), memccp/memccat/memcstat/memcdump, and pymemcache
-# under Debian's /usr/bin/python3 (the python3 on PATH lacks Debian's packages).
-# Starts its own server on a free 127.0.0.1 port, stops it by PID on exit.
+# binary one included), memccp/memccat/memcstat/memcdump, and pymemcache under
+# Debian's /usr/bin/python3 (the python3 on PATH lacks Debian's packages).
+# Starts its own server on a free 127.0.0.1 port (lib_server.sh), stops it
+# by PID on exit.
 set -euo pipefail
 
-server=${RHKV_TEST_SERVER:-${RHKV_TEST_SERVER_DEFAULT:-memcached}}
-py=/usr/bin/python3
+here=$(dirname "$0")
+# shellcheck source=tests/server/lib_server.sh
+. "$here/lib_server.sh"
 
 for tool in memccapable memccp memccat memcstat memcdump; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool missing (apt-get install libmemcached-tools)"
-		exit 77
-	fi
+	need_cmd "$tool" libmemcached-tools
 done
-if ! "$py" -c 'import pymemcache' 2>/dev/null; then
-	echo "SKIP: pymemcache missing (apt-get install python3-pymemcache)"
-	exit 77
-fi
+"$py" -c 'import pymemcache' 2>/dev/null ||
+	skip "pymemcache missing (apt-get install python3-pymemcache)"
 
 tmp=$(mktemp -d)
-pid=
-
-# stop_server: SIGTERM, SIGKILL after 5 s; sets $status to its exit status.
-status=0
-stop_server() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "server $pid ignored SIGTERM" >&2
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	status=0
-	wait "$pid" 2>/dev/null || status=$?
-	pid=
-}
-trap 'stop_server; rm -rf "$tmp"' EXIT
-
-free_port() {
-	"$py" -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# ready PORT: true once the server there answers "version".
-ready() {
-	"$py" - "$1" <<'EOF'
-import socket, sys
-try:
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-    s.sendall(b"version\r\n")
-    sys.exit(0 if s.recv(100).startswith(b"VERSION ") else 1)
-except OSError:
-    sys.exit(1)
-EOF
-}
-
-start_server() {
-	for _ in 1 2 3 4 5; do
-		port=$(free_port)
-		if [ "$(basename "$server")" = memcached ]; then
-			"$server" -u root -U 0 -p "$port" -l 127.0.0.1 -t 2 &
-		else
-			"$server" -p "$port" -l 127.0.0.1 -t 2 &
-		fi
-		pid=$!
-		for _ in $(seq 100); do
-			if ! kill -0 "$pid" 2>/dev/null; then
-				break
-			fi
-			if ready "$port"; then
-				return 0
-			fi
-			sleep 0.1
-		done
-		stop_server
-	done
-	echo "FAIL: $server did not start" >&2
-	exit 1
-}
+trap 'lib_cleanup; rm -rf "$tmp"' EXIT
 
 start_server
 servers="--servers=127.0.0.1:$port"
@@ -216,9 +152,5 @@ print("pymemcache: all checks passed")
 EOF
 
 echo "== shutdown"
-stop_server
-if [ "$status" -ne 0 ]; then
-	echo "FAIL: server exit status $status after SIGTERM"
-	exit 1
-fi
+stop_checked
 echo "PASS"

@@ -9,10 +9,11 @@
 # server under test is memcached. Stops everything it starts by PID on exit.
 set -euo pipefail
 
-server=${RHKV_TEST_SERVER:-${RHKV_TEST_SERVER_DEFAULT:-memcached}}
-py=/usr/bin/python3
+here=$(dirname "$0")
+# shellcheck source=tests/server/lib_server.sh
+. "$here/lib_server.sh"
 
-if [ "$(basename "$server")" = memcached ]; then
+if is_memcached; then
 	echo "SKIP: the server under test is memcached (nothing of rhkvd to test)"
 	exit 77
 fi
@@ -58,24 +59,6 @@ cleanup() {
 }
 keep_log=1
 trap cleanup EXIT
-
-free_port() {
-	"$py" -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# ready PORT CMD REPLY-PREFIX: true once the server there answers.
-ready() {
-	"$py" - "$@" <<'EOF'
-import socket, sys
-try:
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-    s.sendall(sys.argv[2].encode() + b"\r\n")
-    sys.exit(0 if s.recv(100).startswith(sys.argv[3].encode()) else 1)
-except OSError:
-    sys.exit(1)
-EOF
-}
 
 start_node() {
 	local port pid
