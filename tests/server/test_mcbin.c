@@ -595,7 +595,6 @@ Test(mcbin_sasl, before_auth_an_auth_error_and_close)
 /* STAT of a group memcached has: its entries, then the empty terminator. */
 Test(mcbin, stat_sizes_group)
 {
-	start_default();
 	simple(MCBIN_STAT, "sizes", 7);
 	send_all();
 	expect(MCBIN_STAT, 0, 7, false, 0, "sizes_status", "disabled", 8);
