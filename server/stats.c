@@ -1,17 +1,14 @@
 /*
  * The `stats` groups: memcached's general statistics (summed over worker
- * threads, minus the last `stats reset`), `stats settings`, `stats table`,
- * `stats memory` and `stats latency`. Every group emits entries into a
+ * threads, minus the last `stats reset`), `stats settings`, `items`,
+ * `slabs`, `sizes`, `table`, `memory` and `latency` (`conns` and
+ * `cachedump` are in stats_dump.c, `detail` in stats_detail.c). Every group emits entries into a
  * stats_sink (stats.h): the text lines and the binary protocol's map are
  * sinks here, the Prometheus endpoint's (general stats only) is metrics.c's.
  */
-#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <netinet/in.h>
 #include <stddef.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -22,6 +19,7 @@
 #include "conn.h"
 #include "proto/text.h"
 #include "server.h"
+#include "stats_internal.h"
 
 static void sum_threads(struct server *srv, struct stats_sum *sum)
 {
@@ -80,7 +78,7 @@ void server_reset_stats(struct server *srv)
 	pthread_mutex_unlock(&srv->stats_lock);
 }
 
-static void put_u(const struct stats_sink *k, enum stats_kind kind,
+void stats__put_u(const struct stats_sink *k, enum stats_kind kind,
 		  const char *name, const char *help, uint64_t v)
 {
 	const struct stats_entry e = {
@@ -102,7 +100,7 @@ static void put_seconds(const struct stats_sink *k, const char *name,
 	k->emit(k->arg, &e);
 }
 
-static void put_text(const struct stats_sink *k, const char *name,
+void stats__put_text(const struct stats_sink *k, const char *name,
 		     const char *help, const char *v)
 {
 	const struct stats_entry e = {
@@ -175,95 +173,111 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	server_sum_stats(srv, &s);
 	cache_get_stats(srv->cache, &cs, false);
 	getrusage(RUSAGE_SELF, &ru);
-	put_u(k, STATS_GAUGE, "pid", "Process id of the server",
-	      (uint64_t)getpid());
-	put_u(k, STATS_GAUGE, "uptime", "Seconds since the server started",
-	      (uint64_t)(now - srv->started));
-	put_u(k, STATS_GAUGE, "time", "The server's clock, in unix seconds",
-	      (uint64_t)now);
-	put_text(k, "version",
-		 "The memcached version the server answers as, then rhkv's",
-		 RHKV_VERSION);
-	put_text(k, "libevent", "Version of libevent the server runs on",
-		 event_get_version());
-	put_u(k, STATS_GAUGE, "pointer_size", "Bits of a pointer on the server",
-	      8 * sizeof(void *));
+	stats__put_u(k, STATS_GAUGE, "pid", "Process id of the server",
+		     (uint64_t)getpid());
+	stats__put_u(k, STATS_GAUGE, "uptime",
+		     "Seconds since the server started",
+		     (uint64_t)(now - srv->started));
+	stats__put_u(k, STATS_GAUGE, "time",
+		     "The server's clock, in unix seconds", (uint64_t)now);
+	stats__put_text(
+		k, "version",
+		"The memcached version the server answers as, then rhkv's",
+		RHKV_VERSION);
+	stats__put_text(k, "libevent", "Version of libevent the server runs on",
+			event_get_version());
+	stats__put_u(k, STATS_GAUGE, "pointer_size",
+		     "Bits of a pointer on the server", 8 * sizeof(void *));
 	put_seconds(k, "rusage_user", "CPU time the server spent in user mode",
 		    ru.ru_utime);
 	put_seconds(k, "rusage_system",
 		    "CPU time the kernel spent on the server's behalf",
 		    ru.ru_stime);
-	put_u(k, STATS_GAUGE, "max_connections",
-	      "Client connections allowed at once (-c)",
-	      (uint64_t)srv->cfg.conn_limit);
-	put_u(k, STATS_GAUGE, "curr_connections", "Client connections open",
-	      (uint64_t)atomic_load(&srv->curr_conns));
-	put_u(k, STATS_COUNTER, "total_connections",
-	      "Client connections accepted", atomic_load(&srv->total_conns));
-	put_u(k, STATS_COUNTER, "rejected_connections",
-	      "Client connections closed at once: max_connections were open",
-	      atomic_load(&srv->rejected_conns));
-	put_u(k, STATS_GAUGE, "connection_structures",
-	      "Connection structures allocated: open client connections and "
-	      "listening sockets",
-	      (uint64_t)atomic_load(&srv->curr_conns) +
-		      (uint64_t)srv->nlisten_fd);
-	put_u(k, STATS_COUNTER, "cmd_meta",
-	      "Meta commands (mg, ms, md, ...): rhkvd has none, so always 0",
-	      0);
-#define STATS_PUT(name, type, help) put_u(k, STATS_##type, #name, help, s.name);
+	stats__put_u(k, STATS_GAUGE, "max_connections",
+		     "Client connections allowed at once (-c)",
+		     (uint64_t)srv->cfg.conn_limit);
+	stats__put_u(k, STATS_GAUGE, "curr_connections",
+		     "Client connections open",
+		     (uint64_t)atomic_load(&srv->curr_conns));
+	stats__put_u(k, STATS_COUNTER, "total_connections",
+		     "Client connections accepted",
+		     atomic_load(&srv->total_conns));
+	stats__put_u(
+		k, STATS_COUNTER, "rejected_connections",
+		"Client connections closed at once: max_connections were open",
+		atomic_load(&srv->rejected_conns));
+	stats__put_u(
+		k, STATS_GAUGE, "connection_structures",
+		"Connection structures allocated: open client connections and "
+		"listening sockets",
+		(uint64_t)atomic_load(&srv->curr_conns) +
+			(uint64_t)srv->nlisten_fd);
+	stats__put_u(
+		k, STATS_COUNTER, "cmd_meta",
+		"Meta commands (mg, ms, md, ...): rhkvd has none, so always 0",
+		0);
+#define STATS_PUT(name, type, help) \
+	stats__put_u(k, STATS_##type, #name, help, s.name);
 	THREAD_STATS(STATS_PUT)
 #undef STATS_PUT
-	put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
-	put_u(k, STATS_GAUGE, "accepting_conns",
-	      "1 while the server accepts connections (rhkvd never stops: at "
-	      "max_connections it closes new ones at once)",
-	      1);
-	put_u(k, STATS_COUNTER, "listen_disabled_num",
-	      "Times accepting was paused at max_connections: always 0 in "
-	      "rhkvd, which closes new connections instead",
-	      0);
-	put_u(k, STATS_GAUGE, "threads", "Worker threads", srv->nworkers);
-	put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
-	put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
-	put_u(k, STATS_GAUGE, "hash_power_level",
-	      "Log2 of the hash table's buckets", log2_floor(cs.table.size));
-	put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes, cs.hash_bytes);
-	put_u(k, STATS_GAUGE, "retired_bytes", help_retired, cs.retired_bytes);
-	put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
-	      server_conn_bytes(srv));
+	stats__put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
+	stats__put_u(
+		k, STATS_GAUGE, "accepting_conns",
+		"1 while the server accepts connections (rhkvd never stops: at "
+		"max_connections it closes new ones at once)",
+		1);
+	stats__put_u(
+		k, STATS_COUNTER, "listen_disabled_num",
+		"Times accepting was paused at max_connections: always 0 in "
+		"rhkvd, which closes new connections instead",
+		0);
+	stats__put_u(k, STATS_GAUGE, "threads", "Worker threads",
+		     srv->nworkers);
+	stats__put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
+	stats__put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
+	stats__put_u(k, STATS_GAUGE, "hash_power_level",
+		     "Log2 of the hash table's buckets",
+		     log2_floor(cs.table.size));
+	stats__put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes,
+		     cs.hash_bytes);
+	stats__put_u(k, STATS_GAUGE, "retired_bytes", help_retired,
+		     cs.retired_bytes);
+	stats__put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
+		     server_conn_bytes(srv));
 	watch_counts(&srv->watch, &watchers, &sent, &skipped);
-	put_u(k, STATS_COUNTER, "log_watcher_skipped",
-	      "Log lines dropped: a watcher's buffer was full", skipped);
-	put_u(k, STATS_COUNTER, "log_watcher_sent",
-	      "Log lines written into watchers' buffers", sent);
-	put_u(k, STATS_GAUGE, "log_watchers", "Connections in watch mode",
-	      watchers);
-	put_u(k, STATS_COUNTER, "malloc_fails",
-	      "Items the allocator could not allocate", cs.malloc_fails);
-	put_u(k, STATS_COUNTER, "lru_crawler_starts",
-	      "Passes of the expiry sweep over the whole table",
-	      cs.sweep_passes);
-	put_u(k, STATS_COUNTER, "crawler_reclaimed", help_sweep_reclaimed,
-	      cs.sweep_reclaimed);
-	put_u(k, STATS_COUNTER, "crawler_items_checked", help_sweep_checked,
-	      cs.sweep_checked);
-	put_u(k, STATS_COUNTER, "evictions", help_evictions, cs.evictions);
-	put_u(k, STATS_COUNTER, "evicted_unfetched", help_evicted_unfetched,
-	      cs.evicted_unfetched);
-	put_u(k, STATS_COUNTER, "evicted_active", help_evicted_active,
-	      cs.evicted_active);
-	put_u(k, STATS_COUNTER, "expired_unfetched", help_expired_unfetched,
-	      cs.expired_unfetched);
-	put_u(k, STATS_COUNTER, "reclaimed",
-	      "Expired items taken out of the cache (by the sweep, a lookup "
-	      "or eviction)",
-	      cs.reclaimed);
-	put_u(k, STATS_GAUGE, "hash_buckets", "Buckets of the hash table",
-	      cs.table.size);
-	put_u(k, STATS_GAUGE, "hash_is_expanding",
-	      "1 while the hash table is being resized, else 0",
-	      cs.table.resizing);
+	stats__put_u(k, STATS_COUNTER, "log_watcher_skipped",
+		     "Log lines dropped: a watcher's buffer was full", skipped);
+	stats__put_u(k, STATS_COUNTER, "log_watcher_sent",
+		     "Log lines written into watchers' buffers", sent);
+	stats__put_u(k, STATS_GAUGE, "log_watchers",
+		     "Connections in watch mode", watchers);
+	stats__put_u(k, STATS_COUNTER, "malloc_fails",
+		     "Items the allocator could not allocate", cs.malloc_fails);
+	stats__put_u(k, STATS_COUNTER, "lru_crawler_starts",
+		     "Passes of the expiry sweep over the whole table",
+		     cs.sweep_passes);
+	stats__put_u(k, STATS_COUNTER, "crawler_reclaimed",
+		     help_sweep_reclaimed, cs.sweep_reclaimed);
+	stats__put_u(k, STATS_COUNTER, "crawler_items_checked",
+		     help_sweep_checked, cs.sweep_checked);
+	stats__put_u(k, STATS_COUNTER, "evictions", help_evictions,
+		     cs.evictions);
+	stats__put_u(k, STATS_COUNTER, "evicted_unfetched",
+		     help_evicted_unfetched, cs.evicted_unfetched);
+	stats__put_u(k, STATS_COUNTER, "evicted_active", help_evicted_active,
+		     cs.evicted_active);
+	stats__put_u(k, STATS_COUNTER, "expired_unfetched",
+		     help_expired_unfetched, cs.expired_unfetched);
+	stats__put_u(
+		k, STATS_COUNTER, "reclaimed",
+		"Expired items taken out of the cache (by the sweep, a lookup "
+		"or eviction)",
+		cs.reclaimed);
+	stats__put_u(k, STATS_GAUGE, "hash_buckets",
+		     "Buckets of the hash table", cs.table.size);
+	stats__put_u(k, STATS_GAUGE, "hash_is_expanding",
+		     "1 while the hash table is being resized, else 0",
+		     cs.table.resizing);
 }
 
 struct settings_ctx {
@@ -281,7 +295,7 @@ static void settings_entry(const char *name, const char *value, void *arg)
 		snprintf(buf, sizeof(buf), "%" PRIu64, x->maxbytes);
 		value = buf;
 	}
-	put_text(x->k, name, NULL, value);
+	stats__put_text(x->k, name, NULL, value);
 }
 
 static void stats_settings(struct server *srv, const struct stats_sink *k)
@@ -293,12 +307,13 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
 	x.maxbytes = cs.limit;
 	config_each(&srv->cfg, settings_entry, &x);
 	/* Not options: `stats detail` switches counting at run time. */
-	put_text(k, "stat_key_prefix", NULL, ":");
-	put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
-	put_text(k, "detail_enabled", NULL,
-		 atomic_load_explicit(&srv->detail_on, memory_order_relaxed)
-			 ? "yes"
-			 : "no");
+	stats__put_text(k, "stat_key_prefix", NULL, ":");
+	stats__put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
+	stats__put_text(
+		k, "detail_enabled", NULL,
+		atomic_load_explicit(&srv->detail_on, memory_order_relaxed)
+			? "yes"
+			: "no");
 }
 
 /*
@@ -311,9 +326,7 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
  * "chunk" per item, a "page" per item). Like memcached, a class without
  * items is not shown.
  */
-#define ITEM_CLASS 1
-
-/* One entry of class ITEM_CLASS: "<prefix>1:<name>". */
+/* One entry of class STATS_ITEM_CLASS: "<prefix>1:<name>". */
 struct class_stat {
 	const char *name;
 	enum stats_kind kind;
@@ -327,9 +340,9 @@ static void put_class(const struct stats_sink *k, const char *prefix,
 	char full[64];
 
 	for (size_t i = 0; i < n; i++) {
-		snprintf(full, sizeof(full), "%s%d:%s", prefix, ITEM_CLASS,
-			 a[i].name);
-		put_u(k, a[i].kind, full, a[i].help, a[i].v);
+		snprintf(full, sizeof(full), "%s%d:%s", prefix,
+			 STATS_ITEM_CLASS, a[i].name);
+		stats__put_u(k, a[i].kind, full, a[i].help, a[i].v);
 	}
 }
 
@@ -345,7 +358,7 @@ static void sum_lookup(const struct stats_sum *s, struct class_stat *h)
 #undef STATS_FIND
 }
 
-/* The entries of class ITEM_CLASS: `stats slabs`' (slabs) or `stats
+/* The entries of class STATS_ITEM_CLASS: `stats slabs`' (slabs) or `stats
  * items`'; none when the cache is empty. */
 static void put_item_class(struct server *srv, const struct stats_sink *k,
 			   bool slabs)
@@ -444,11 +457,11 @@ static void stats_slabs(struct server *srv, const struct stats_sink *k)
 
 	put_item_class(srv, k, true);
 	cache_get_stats(srv->cache, &cs, false);
-	put_u(k, STATS_GAUGE, "active_slabs",
-	      "Classes holding items: 1, or 0 when the cache is empty",
-	      cs.curr_items ? 1 : 0);
-	put_u(k, STATS_GAUGE, "total_malloced",
-	      "Bytes of the items in the cache, as allocated", cs.bytes);
+	stats__put_u(k, STATS_GAUGE, "active_slabs",
+		     "Classes holding items: 1, or 0 when the cache is empty",
+		     cs.curr_items ? 1 : 0);
+	stats__put_u(k, STATS_GAUGE, "total_malloced",
+		     "Bytes of the items in the cache, as allocated", cs.bytes);
 }
 
 /* memcached's item size histogram is off unless started with it; rhkvd
@@ -456,218 +469,8 @@ static void stats_slabs(struct server *srv, const struct stats_sink *k)
 static void stats_sizes(struct server *srv, const struct stats_sink *k)
 {
 	(void)srv;
-	put_text(k, "sizes_status", "Whether the item size histogram is kept",
-		 "disabled");
-}
-
-/* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "unix:/path"; false when
- * the socket has no address to show. */
-static bool format_addr(const struct sockaddr_storage *ss, socklen_t len,
-			char *buf, size_t n)
-{
-	char host[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const void *)ss;
-
-		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-		snprintf(buf, n, "tcp:%s:%u", host, ntohs(a->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const void *)ss;
-
-		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-		snprintf(buf, n, "tcp6:[%s]:%u", host, ntohs(a->sin6_port));
-	} else if (ss->ss_family == AF_UNIX &&
-		   len > offsetof(struct sockaddr_un, sun_path)) {
-		const struct sockaddr_un *a = (const void *)ss;
-
-		snprintf(buf, n, "unix:%.*s",
-			 (int)(len - offsetof(struct sockaddr_un, sun_path)),
-			 a->sun_path);
-	} else {
-		return false;
-	}
-	return true;
-}
-
-static bool sock_addr(int fd, bool peer, char *buf, size_t n)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
-		      : getsockname(fd, (struct sockaddr *)&ss, &len);
-
-	return rc == 0 && format_addr(&ss, len, buf, n);
-}
-
-static void put_conn_text(const struct stats_sink *k, int fd, const char *name,
-			  const char *help, const char *v)
-{
-	char full[48];
-
-	snprintf(full, sizeof(full), "%d:%s", fd, name);
-	put_text(k, full, help, v);
-}
-
-static void put_conn_u(const struct stats_sink *k, int fd, const char *name,
-		       const char *help, uint64_t v)
-{
-	char full[48];
-
-	snprintf(full, sizeof(full), "%d:%s", fd, name);
-	put_u(k, STATS_GAUGE, full, help, v);
-}
-
-static const char help_addr[] = "The connection's peer, or the listening "
-				"socket's own address";
-static const char help_listen[] = "The listening socket it came in by";
-static const char help_state[] = "What the connection waits for";
-static const char help_idle[] = "Seconds since its last request";
-
-/*
- * `stats conns`: the listening sockets, then every client connection with
- * a socket. Each worker's list is walked under that worker's lock, which
- * its thread takes to link and unlink a connection (never to use one), so
- * no connection is freed or its fd closed meanwhile; the fields read are
- * the fd (set before linking), and the state and last activity, which the
- * owning thread publishes with atomic stores.
- */
-static void stats_conns(struct server *srv, const struct stats_query *q,
-			const struct stats_sink *k)
-{
-	int64_t now = cache_now();
-	char addr[160];
-
-	for (int i = 0; i < srv->nlisten_fd; i++) {
-		int fd = srv->listen_fd[i];
-
-		if (sock_addr(fd, false, addr, sizeof(addr)))
-			put_conn_text(k, fd, "addr", help_addr, addr);
-		put_conn_text(k, fd, "state", help_state, "conn_listening");
-		put_conn_u(k, fd, "secs_since_last_cmd", help_idle,
-			   (uint64_t)(now - srv->started));
-	}
-	for (unsigned int w = 0; w < srv->nworkers; w++) {
-		struct worker *wk = &srv->workers[w];
-
-		pthread_mutex_lock(&wk->lock);
-		for (const struct conn *c = wk->conns; c; c = c->next) {
-			int64_t last = atomic_load_explicit(
-				&c->last_active, memory_order_relaxed);
-			uint8_t st = atomic_load_explicit(&c->state,
-							  memory_order_relaxed);
-
-			if (c->fd < 0)
-				continue;
-			if (sock_addr(c->fd, true, addr, sizeof(addr)))
-				put_conn_text(k, c->fd, "addr", help_addr,
-					      addr);
-			if (sock_addr(c->fd, false, addr, sizeof(addr)))
-				put_conn_text(k, c->fd, "listen_addr",
-					      help_listen, addr);
-			put_conn_text(k, c->fd, "state", help_state,
-				      c == q->self ? "conn_parse_cmd"
-						   : conn_state_name[st]);
-			put_conn_u(k, c->fd, "secs_since_last_cmd", help_idle,
-				   now > last ? (uint64_t)(now - last) : 0);
-		}
-		pthread_mutex_unlock(&wk->lock);
-	}
-}
-
-/* Parses a whole decimal token of args at *pos; false if none or bad. */
-static bool arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
-{
-	size_t i = *pos, start;
-
-	while (i < n && p[i] == ' ')
-		i++;
-	start = i;
-	*v = 0;
-	while (i < n && p[i] >= '0' && p[i] <= '9') {
-		if (*v > (UINT64_MAX - 9) / 10)
-			return false;
-		*v = *v * 10 + (uint64_t)(p[i++] - '0');
-	}
-	if (i == start || (i < n && p[i] != ' '))
-		return false;
-	*pos = i;
-	return true;
-}
-
-/* memcached bounds a cachedump's reply to 2 MiB. */
-#define CACHEDUMP_MAX_BYTES (2u << 20)
-
-struct dump_ctx {
-	const struct stats_sink *k;
-	uint64_t limit, n; /* limit 0: no limit */
-	size_t bytes;
-	bool full;
-};
-
-static void dump_item(const struct item *it, void *arg)
-{
-	struct dump_ctx *d = arg;
-	char name[256], value[64], line[340];
-	struct stats_entry e = { .name = name,
-				 .line = line,
-				 .help = "An item: value bytes, and expiry "
-					 "time (unix seconds; 0: never)",
-				 .kind = STATS_TEXT,
-				 .s = value };
-	int len;
-
-	if (d->full)
-		return;
-	snprintf(name, sizeof(name), "%.*s", (int)it->nkey, item_key(it));
-	snprintf(value, sizeof(value), "[%" PRIu32 " b; %" PRIu32 " s]",
-		 it->nbytes,
-		 atomic_load_explicit(&it->exptime, memory_order_relaxed));
-	len = snprintf(line, sizeof(line), "ITEM %s %s", name, value);
-	if (d->bytes + (size_t)len + 2 > CACHEDUMP_MAX_BYTES) {
-		d->full = true;
-		return;
-	}
-	d->bytes += (size_t)len + 2;
-	d->k->emit(d->k->arg, &e);
-	if (d->limit && ++d->n == d->limit)
-		d->full = true;
-}
-
-/*
- * `stats cachedump <class> <limit>`: up to limit live items of the class
- * (0: all, within 2 MiB of reply, as memcached), in hash table order; the
- * only class is 1. memcached 1.6 lists only its cold LRU here; rhkvd lists
- * every live item (libmemcached's memcdump reads this).
- */
-static void stats_cachedump(struct server *srv, const struct stats_query *q,
-			    const struct stats_sink *k)
-{
-	struct dump_ctx d = { .k = k };
-	uint64_t cls, cursor = 0;
-	size_t pos = 0;
-
-	if (!arg_u64(q->args, q->nargs, &pos, &cls) ||
-	    !arg_u64(q->args, q->nargs, &pos, &d.limit) || cls != ITEM_CLASS)
-		return;
-	do
-		cursor = cache_scan(srv->cache, cursor, 256, dump_item, &d);
-	while (cursor && !d.full);
-}
-
-const char *stats_args_error(const struct stats_query *q)
-{
-	size_t pos = 0;
-	uint64_t v;
-
-	if (q->n == 6 && !memcmp(q->group, "detail", 6) &&
-	    !(q->nargs == 4 && !memcmp(q->args, "dump", 4)))
-		return "usage: stats detail on|off|dump";
-	if (q->n == 9 && !memcmp(q->group, "cachedump", 9) &&
-	    (!arg_u64(q->args, q->nargs, &pos, &v) ||
-	     !arg_u64(q->args, q->nargs, &pos, &v)))
-		return "bad command line";
-	return NULL;
+	stats__put_text(k, "sizes_status",
+			"Whether the item size histogram is kept", "disabled");
 }
 
 static void stats_table(struct server *srv, const struct stats_sink *k)
@@ -675,28 +478,31 @@ static void stats_table(struct server *srv, const struct stats_sink *k)
 	struct cache_stats cs;
 
 	cache_get_stats(srv->cache, &cs, true);
-	put_u(k, STATS_GAUGE, "buckets", "Buckets of the hash table",
-	      cs.table.size);
-	put_u(k, STATS_GAUGE, "elements", "Items linked in the hash table",
-	      cs.table.nelems);
-	put_u(k, STATS_COUNTER, "resizes",
-	      "Times the table was resized (grows + shrinks)",
-	      cs.table.grows + cs.table.shrinks);
-	put_u(k, STATS_COUNTER, "grows", "Times the table grew",
-	      cs.table.grows);
-	put_u(k, STATS_COUNTER, "shrinks", "Times the table shrank",
-	      cs.table.shrinks);
-	put_u(k, STATS_COUNTER, "rehashes",
-	      "Times the table was rebuilt with a new hash secret (a defence "
-	      "against hash flooding)",
-	      cs.table.reseeds);
-	put_u(k, STATS_GAUGE, "generation",
-	      "Generation of the hash secret: one more after each rehash",
-	      cs.table.generation);
-	put_u(k, STATS_GAUGE, "resizing",
-	      "1 while a resize is in flight, else 0", cs.table.resizing);
-	put_u(k, STATS_GAUGE, "longest_chain",
-	      "Entries in the longest bucket chain", cs.longest_chain);
+	stats__put_u(k, STATS_GAUGE, "buckets", "Buckets of the hash table",
+		     cs.table.size);
+	stats__put_u(k, STATS_GAUGE, "elements",
+		     "Items linked in the hash table", cs.table.nelems);
+	stats__put_u(k, STATS_COUNTER, "resizes",
+		     "Times the table was resized (grows + shrinks)",
+		     cs.table.grows + cs.table.shrinks);
+	stats__put_u(k, STATS_COUNTER, "grows", "Times the table grew",
+		     cs.table.grows);
+	stats__put_u(k, STATS_COUNTER, "shrinks", "Times the table shrank",
+		     cs.table.shrinks);
+	stats__put_u(
+		k, STATS_COUNTER, "rehashes",
+		"Times the table was rebuilt with a new hash secret (a defence "
+		"against hash flooding)",
+		cs.table.reseeds);
+	stats__put_u(
+		k, STATS_GAUGE, "generation",
+		"Generation of the hash secret: one more after each rehash",
+		cs.table.generation);
+	stats__put_u(k, STATS_GAUGE, "resizing",
+		     "1 while a resize is in flight, else 0",
+		     cs.table.resizing);
+	stats__put_u(k, STATS_GAUGE, "longest_chain",
+		     "Entries in the longest bucket chain", cs.longest_chain);
 }
 
 /* Resident bytes of the process (0 if /proc cannot tell). */
@@ -725,40 +531,47 @@ static void stats_memory(struct server *srv, const struct stats_sink *k)
 
 	cache_get_stats(srv->cache, &cs, false);
 	headers = (uint64_t)cs.curr_items * ITEM_HEADER_BYTES;
-	put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
-	put_u(k, STATS_GAUGE, "accounted_bytes",
-	      "Bytes counted against limit_maxbytes: bytes + retired_bytes + "
-	      "hash_bytes",
-	      cs.bytes + cs.retired_bytes + cs.hash_bytes);
-	put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
+	stats__put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
+	stats__put_u(
+		k, STATS_GAUGE, "accounted_bytes",
+		"Bytes counted against limit_maxbytes: bytes + retired_bytes + "
+		"hash_bytes",
+		cs.bytes + cs.retired_bytes + cs.hash_bytes);
+	stats__put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
 	/* bytes = item_headers + item_keys_values + item_alloc_overhead */
-	put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
-	put_u(k, STATS_GAUGE, "item_headers", "Bytes of the items' headers",
-	      headers);
-	put_u(k, STATS_GAUGE, "item_keys_values",
-	      "Bytes of the items' keys and values", cs.item_data - headers);
-	put_u(k, STATS_GAUGE, "item_alloc_overhead",
-	      "Bytes the allocator gives items beyond header, key and value",
-	      cs.bytes - cs.item_data);
-	put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes, cs.hash_bytes);
-	put_u(k, STATS_GAUGE, "retired_bytes", help_retired, cs.retired_bytes);
-	put_u(k, STATS_COUNTER, "reclaim_waits",
-	      "Times a writer waited for removed items to be freed",
-	      cs.reclaim_waits);
-	put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
-	      server_conn_bytes(srv));
-	put_u(k, STATS_GAUGE, "conn_memory_limit",
-	      "Bytes all connection buffers together may use (--conn-memory)",
-	      srv->cfg.conn_memory);
+	stats__put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
+	stats__put_u(k, STATS_GAUGE, "item_headers",
+		     "Bytes of the items' headers", headers);
+	stats__put_u(k, STATS_GAUGE, "item_keys_values",
+		     "Bytes of the items' keys and values",
+		     cs.item_data - headers);
+	stats__put_u(
+		k, STATS_GAUGE, "item_alloc_overhead",
+		"Bytes the allocator gives items beyond header, key and value",
+		cs.bytes - cs.item_data);
+	stats__put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes,
+		     cs.hash_bytes);
+	stats__put_u(k, STATS_GAUGE, "retired_bytes", help_retired,
+		     cs.retired_bytes);
+	stats__put_u(k, STATS_COUNTER, "reclaim_waits",
+		     "Times a writer waited for removed items to be freed",
+		     cs.reclaim_waits);
+	stats__put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
+		     server_conn_bytes(srv));
+	stats__put_u(
+		k, STATS_GAUGE, "conn_memory_limit",
+		"Bytes all connection buffers together may use (--conn-memory)",
+		srv->cfg.conn_memory);
 	/* The allocator's view (glibc): in use, and held from the kernel. */
-	put_u(k, STATS_GAUGE, "malloc_in_use",
-	      "Bytes the C library's allocator has handed out",
-	      mi.uordblks + mi.hblkhd);
-	put_u(k, STATS_GAUGE, "malloc_held",
-	      "Bytes the C library's allocator holds from the kernel",
-	      mi.arena + mi.hblkhd);
-	put_u(k, STATS_GAUGE, "process_rss",
-	      "Resident bytes of the process (0: unknown)", process_rss());
+	stats__put_u(k, STATS_GAUGE, "malloc_in_use",
+		     "Bytes the C library's allocator has handed out",
+		     mi.uordblks + mi.hblkhd);
+	stats__put_u(k, STATS_GAUGE, "malloc_held",
+		     "Bytes the C library's allocator holds from the kernel",
+		     mi.arena + mi.hblkhd);
+	stats__put_u(k, STATS_GAUGE, "process_rss",
+		     "Resident bytes of the process (0: unknown)",
+		     process_rss());
 }
 
 /* Per command class: count, mean and percentiles in µs (3 decimals). */
@@ -788,8 +601,9 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 		uint64_t n = lat[c].count;
 
 		snprintf(name, sizeof(name), "%s:count", cls);
-		put_u(k, STATS_COUNTER, name,
-		      "Commands of this class (before the colon) served", n);
+		stats__put_u(k, STATS_COUNTER, name,
+			     "Commands of this class (before the colon) served",
+			     n);
 		if (!n)
 			continue;
 		snprintf(name, sizeof(name), "%s:mean_us", cls);
@@ -820,9 +634,9 @@ bool stats_emit(struct server *srv, const struct stats_query *q,
 		       { "items", stats_items, NULL },
 		       { "slabs", stats_slabs, NULL },
 		       { "sizes", stats_sizes, NULL },
-		       { "conns", NULL, stats_conns },
+		       { "conns", NULL, stats__conns },
 		       { "detail", stats_detail_dump, NULL },
-		       { "cachedump", NULL, stats_cachedump },
+		       { "cachedump", NULL, stats__cachedump },
 		       { "table", stats_table, NULL },
 		       { "memory", stats_memory, NULL },
 		       { "latency", stats_latency, NULL } };

@@ -1,0 +1,228 @@
+/*
+ * The `stats` groups that list things one by one: `stats conns` (every
+ * listening socket and client connection, walked across the workers) and
+ * `stats cachedump` (live items, walked through the table), and the
+ * argument checks of the groups that take arguments.
+ */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "conn.h"
+#include "server.h"
+#include "stats_internal.h"
+
+/* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "unix:/path"; false when
+ * the socket has no address to show. */
+static bool format_addr(const struct sockaddr_storage *ss, socklen_t len,
+			char *buf, size_t n)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(buf, n, "tcp:%s:%u", host, ntohs(a->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(buf, n, "tcp6:[%s]:%u", host, ntohs(a->sin6_port));
+	} else if (ss->ss_family == AF_UNIX &&
+		   len > offsetof(struct sockaddr_un, sun_path)) {
+		const struct sockaddr_un *a = (const void *)ss;
+
+		snprintf(buf, n, "unix:%.*s",
+			 (int)(len - offsetof(struct sockaddr_un, sun_path)),
+			 a->sun_path);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static bool sock_addr(int fd, bool peer, char *buf, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+		      : getsockname(fd, (struct sockaddr *)&ss, &len);
+
+	return rc == 0 && format_addr(&ss, len, buf, n);
+}
+
+static void put_conn_text(const struct stats_sink *k, int fd, const char *name,
+			  const char *help, const char *v)
+{
+	char full[48];
+
+	snprintf(full, sizeof(full), "%d:%s", fd, name);
+	stats__put_text(k, full, help, v);
+}
+
+static void put_conn_u(const struct stats_sink *k, int fd, const char *name,
+		       const char *help, uint64_t v)
+{
+	char full[48];
+
+	snprintf(full, sizeof(full), "%d:%s", fd, name);
+	stats__put_u(k, STATS_GAUGE, full, help, v);
+}
+
+static const char help_addr[] = "The connection's peer, or the listening "
+				"socket's own address";
+static const char help_listen[] = "The listening socket it came in by";
+static const char help_state[] = "What the connection waits for";
+static const char help_idle[] = "Seconds since its last request";
+
+/*
+ * `stats conns`: the listening sockets, then every client connection with
+ * a socket. Each worker's list is walked under that worker's lock, which
+ * its thread takes to link and unlink a connection (never to use one), so
+ * no connection is freed or its fd closed meanwhile; the fields read are
+ * the fd (set before linking), and the state and last activity, which the
+ * owning thread publishes with atomic stores.
+ */
+void stats__conns(struct server *srv, const struct stats_query *q,
+		  const struct stats_sink *k)
+{
+	int64_t now = cache_now();
+	char addr[160];
+
+	for (int i = 0; i < srv->nlisten_fd; i++) {
+		int fd = srv->listen_fd[i];
+
+		if (sock_addr(fd, false, addr, sizeof(addr)))
+			put_conn_text(k, fd, "addr", help_addr, addr);
+		put_conn_text(k, fd, "state", help_state, "conn_listening");
+		put_conn_u(k, fd, "secs_since_last_cmd", help_idle,
+			   (uint64_t)(now - srv->started));
+	}
+	for (unsigned int w = 0; w < srv->nworkers; w++) {
+		struct worker *wk = &srv->workers[w];
+
+		pthread_mutex_lock(&wk->lock);
+		for (const struct conn *c = wk->conns; c; c = c->next) {
+			int64_t last = atomic_load_explicit(
+				&c->last_active, memory_order_relaxed);
+			uint8_t st = atomic_load_explicit(&c->state,
+							  memory_order_relaxed);
+
+			if (c->fd < 0)
+				continue;
+			if (sock_addr(c->fd, true, addr, sizeof(addr)))
+				put_conn_text(k, c->fd, "addr", help_addr,
+					      addr);
+			if (sock_addr(c->fd, false, addr, sizeof(addr)))
+				put_conn_text(k, c->fd, "listen_addr",
+					      help_listen, addr);
+			put_conn_text(k, c->fd, "state", help_state,
+				      c == q->self ? "conn_parse_cmd"
+						   : conn_state_name[st]);
+			put_conn_u(k, c->fd, "secs_since_last_cmd", help_idle,
+				   now > last ? (uint64_t)(now - last) : 0);
+		}
+		pthread_mutex_unlock(&wk->lock);
+	}
+}
+
+/* Parses a whole decimal token of args at *pos; false if none or bad. */
+static bool arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
+{
+	size_t i = *pos, start;
+
+	while (i < n && p[i] == ' ')
+		i++;
+	start = i;
+	*v = 0;
+	while (i < n && p[i] >= '0' && p[i] <= '9') {
+		if (*v > (UINT64_MAX - 9) / 10)
+			return false;
+		*v = *v * 10 + (uint64_t)(p[i++] - '0');
+	}
+	if (i == start || (i < n && p[i] != ' '))
+		return false;
+	*pos = i;
+	return true;
+}
+
+/* memcached bounds a cachedump's reply to 2 MiB. */
+#define CACHEDUMP_MAX_BYTES (2u << 20)
+
+struct dump_ctx {
+	const struct stats_sink *k;
+	uint64_t limit, n; /* limit 0: no limit */
+	size_t bytes;
+	bool full;
+};
+
+static void dump_item(const struct item *it, void *arg)
+{
+	struct dump_ctx *d = arg;
+	char name[256], value[64], line[340];
+	struct stats_entry e = { .name = name,
+				 .line = line,
+				 .help = "An item: value bytes, and expiry "
+					 "time (unix seconds; 0: never)",
+				 .kind = STATS_TEXT,
+				 .s = value };
+	int len;
+
+	if (d->full)
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)it->nkey, item_key(it));
+	snprintf(value, sizeof(value), "[%" PRIu32 " b; %" PRIu32 " s]",
+		 it->nbytes,
+		 atomic_load_explicit(&it->exptime, memory_order_relaxed));
+	len = snprintf(line, sizeof(line), "ITEM %s %s", name, value);
+	if (d->bytes + (size_t)len + 2 > CACHEDUMP_MAX_BYTES) {
+		d->full = true;
+		return;
+	}
+	d->bytes += (size_t)len + 2;
+	d->k->emit(d->k->arg, &e);
+	if (d->limit && ++d->n == d->limit)
+		d->full = true;
+}
+
+/*
+ * `stats cachedump <class> <limit>`: up to limit live items of the class
+ * (0: all, within 2 MiB of reply, as memcached), in hash table order; the
+ * only class is 1. memcached 1.6 lists only its cold LRU here; rhkvd lists
+ * every live item (libmemcached's memcdump reads this).
+ */
+void stats__cachedump(struct server *srv, const struct stats_query *q,
+		      const struct stats_sink *k)
+{
+	struct dump_ctx d = { .k = k };
+	uint64_t cls, cursor = 0;
+	size_t pos = 0;
+
+	if (!arg_u64(q->args, q->nargs, &pos, &cls) ||
+	    !arg_u64(q->args, q->nargs, &pos, &d.limit) ||
+	    cls != STATS_ITEM_CLASS)
+		return;
+	do
+		cursor = cache_scan(srv->cache, cursor, 256, dump_item, &d);
+	while (cursor && !d.full);
+}
+
+const char *stats_args_error(const struct stats_query *q)
+{
+	size_t pos = 0;
+	uint64_t v;
+
+	if (q->n == 6 && !memcmp(q->group, "detail", 6) &&
+	    !(q->nargs == 4 && !memcmp(q->args, "dump", 4)))
+		return "usage: stats detail on|off|dump";
+	if (q->n == 9 && !memcmp(q->group, "cachedump", 9) &&
+	    (!arg_u64(q->args, q->nargs, &pos, &v) ||
+	     !arg_u64(q->args, q->nargs, &pos, &v)))
+		return "bad command line";
+	return NULL;
+}

@@ -1,0 +1,28 @@
+/*
+ * Shared inside the statistics module (stats.c, stats_dump.c): entry
+ * writers and the groups stats_emit() dispatches to in another file.
+ */
+#ifndef RHKV_SERVER_STATS_INTERNAL_H
+#define RHKV_SERVER_STATS_INTERNAL_H
+
+#include "stats.h"
+
+struct server;
+
+/* The one item class rhkvd shows (`stats items`, `slabs`, `cachedump`):
+ * every item is in it (docs/stats.md says why). */
+#define STATS_ITEM_CLASS 1
+
+/* Emits one entry of a number (kind COUNTER or GAUGE) or a string. */
+void stats__put_u(const struct stats_sink *k, enum stats_kind kind,
+		  const char *name, const char *help, uint64_t v);
+void stats__put_text(const struct stats_sink *k, const char *name,
+		     const char *help, const char *v);
+
+/* `stats conns` and `stats cachedump <class> <limit>` (stats_dump.c). */
+void stats__conns(struct server *srv, const struct stats_query *q,
+		  const struct stats_sink *k);
+void stats__cachedump(struct server *srv, const struct stats_query *q,
+		      const struct stats_sink *k);
+
+#endif
