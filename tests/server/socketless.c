@@ -1,5 +1,6 @@
 /* The socketless server of socketless.h. */
 #include <criterion/criterion.h>
+#include <event2/buffer.h>
 
 #include "common/rcu.h"
 #include "server/conn.h"
@@ -36,4 +37,20 @@ void socketless_stop(struct server *srv, struct worker *w)
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&srv->stats_lock);
 	rhkv_rcu_unregister_thread();
+}
+
+void socketless_open(struct server *srv, struct worker *w,
+		     struct evbuffer **replies)
+{
+	socketless_start(srv, w);
+	*replies = evbuffer_new();
+	cr_assert_not_null(*replies);
+}
+
+void socketless_close(struct server *srv, struct worker *w,
+		      struct evbuffer **replies)
+{
+	socketless_stop(srv, w);
+	evbuffer_free(*replies);
+	*replies = NULL;
 }

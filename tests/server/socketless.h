@@ -8,9 +8,17 @@
 
 #include "server/server.h"
 
+struct evbuffer;
+
 /* Registers the calling thread with RCU and sets up srv and w. */
 void socketless_start(struct server *srv, struct worker *w);
 /* Closes w's connections and frees what socketless_start made. */
 void socketless_stop(struct server *srv, struct worker *w);
+
+/* The same, with a buffer for the replies of in-memory connections. */
+void socketless_open(struct server *srv, struct worker *w,
+		     struct evbuffer **replies);
+void socketless_close(struct server *srv, struct worker *w,
+		      struct evbuffer **replies);
 
 #endif

@@ -20,15 +20,12 @@ static struct evbuffer *replies;
 
 static void setup(void)
 {
-	socketless_start(&srv, &w);
-	replies = evbuffer_new();
-	cr_assert_not_null(replies);
+	socketless_open(&srv, &w, &replies);
 }
 
 static void teardown(void)
 {
-	socketless_stop(&srv, &w);
-	evbuffer_free(replies);
+	socketless_close(&srv, &w, &replies);
 }
 
 TestSuite(conn_memory, .init = setup, .fini = teardown, .timeout = 60);
