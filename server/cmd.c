@@ -101,11 +101,12 @@ static void watch_stored(struct conn *c, const struct request *r,
 		[REQ_REPLACE] = "replace", [REQ_APPEND] = "append",
 		[REQ_PREPEND] = "prepend", [REQ_CAS] = "cas",
 	};
-	int64_t exp = cache_abs_exptime(r->exptime);
+	int64_t exp;
 
 	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS) ||
 	    r->cmd > REQ_CAS || r->cmd < REQ_SET)
 		return;
+	exp = cache_abs_exptime(r->exptime);
 	watch_store(c, r->key.p, r->key.n, status, cmds[r->cmd],
 		    exp ? exp - cache_now() : 0, r->nbytes);
 }

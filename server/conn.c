@@ -71,7 +71,8 @@ const char *const conn_state_name[] = {
 	[CONN_CLOSING] = "conn_closing", [CONN_WATCH] = "conn_watch",
 };
 
-/* Only the owning thread writes last_active: a plain store suffices. */
+/* Only the owning thread writes last_active (`stats conns` reads it from
+ * another): a relaxed store, no read-modify-write. */
 static void conn_touch(struct conn *c)
 {
 	atomic_store_explicit(&c->last_active, cache_now(),

@@ -60,7 +60,7 @@ struct conn *conn_new_socket(struct worker *w, int fd);
 
 /*
  * A connection over the in-memory transport: the whole state machine
- * (parsing, both protocols, auth, limits, backpressure) without a socket.
+ * (parsing, every protocol, auth, limits, backpressure) without a socket.
  * conn_memory_feed() gives it bytes as if they had been read, runs it,
  * and moves its replies to `replies`; it returns false once the
  * connection has closed (it is then freed). A NULL or empty feed with
