@@ -36,6 +36,38 @@ enum decode_status {
 	DECODE_CLOSE,
 };
 
+/* How a meta request ended (memcached's two-letter codes). */
+enum meta_code {
+	META_HD, /* done: stored, deleted, found (no value asked) */
+	META_VA, /* found, with a value (mg v, ma v) */
+	META_EN, /* mg: a miss */
+	META_NS, /* not stored */
+	META_EX, /* the cas differs */
+	META_NF, /* not found */
+	META_ME, /* me: the debug line */
+};
+
+/*
+ * What the executor found out for a meta reply. Item fields are valid
+ * when have_item; it (mg, me) is live inside the executor's RCU read-side
+ * section, which the reply operation runs in.
+ */
+struct meta_result {
+	enum meta_code code;
+	bool have_item;
+	struct item *it;	/* mg v: the value's item (else NULL) */
+	const char *value;	/* ma v: the number, as digits */
+	uint32_t value_len;	/* mg v, ma v */
+	uint64_t cas;
+	uint32_t flags;
+	int64_t ttl;		/* seconds left, -1: none */
+	uint32_t size;		/* value bytes */
+	uint32_t last_access;	/* seconds since, before this request */
+	bool hit_before;	/* fetched before this request */
+	bool key_binary;	/* stored with a base64 key (k answers b) */
+	bool won, stale, already_won; /* W, X, Z */
+};
+
 /*
  * The reply operations. The executor calls, per request, either one
  * status / stored / number / version, or one of the sequences
@@ -72,6 +104,10 @@ struct reply_ops {
 	void (*dump_line)(struct conn *c, const struct request *r,
 			  const char *line, size_t n);
 	void (*dump_end)(struct conn *c, const struct request *r);
+	/* A meta request's outcome. Quiet mode's suppression is the
+	 * protocol's to apply (the executor always calls this). */
+	void (*meta)(struct conn *c, const struct request *r,
+		     const struct meta_result *m);
 };
 
 struct protocol {

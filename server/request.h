@@ -47,7 +47,16 @@ enum req_cmd {
 	REQ_NOOP,
 	REQ_LRU_CRAWLER, /* text only: metadump, crawl */
 	REQ_WATCH,	 /* text only */
-	REQ_NCMDS	 /* how many */
+	/* memcached's meta commands (r->meta says how): get, set, delete,
+	 * arithmetic, and the item's debug line. The text protocol spells
+	 * them mg, ms, md, ma, me; rhkv's msgpack protocol has its own ops. */
+	REQ_MGET,
+	REQ_MSET,
+	REQ_MDELETE,
+	REQ_MARITH,
+	REQ_MDEBUG,
+	REQ_MNOOP, /* mn: "MN", the end of a quiet pipeline */
+	REQ_NCMDS  /* how many */
 };
 
 /*
@@ -79,6 +88,42 @@ enum reply_status {
 	REPLY_AUTH_FAILED,
 	REPLY_NO_PASSWORD,
 	REPLY_UNKNOWN_GROUP, /* stats of an unknown group */
+};
+
+/* What a meta request asks to have returned (struct req_meta.ret). */
+enum meta_ret {
+	META_RET_CAS = 1u << 0,	  /* c */
+	META_RET_FLAGS = 1u << 1, /* f */
+	META_RET_HIT = 1u << 2,	  /* h: fetched before this request */
+	META_RET_KEY = 1u << 3,	  /* k */
+	META_RET_LAST = 1u << 4,  /* l: seconds since the last access */
+	META_RET_SIZE = 1u << 5,  /* s */
+	META_RET_TTL = 1u << 6,	  /* t: remaining, -1 for none */
+	META_RET_VALUE = 1u << 7, /* v */
+};
+
+/*
+ * A meta request's options, protocol-neutral: the text decoder fills them
+ * from mg/ms/md/ma flags, the msgpack decoder from its map. Storage's
+ * client flags, the cas to compare, the delta and the initial value of an
+ * arithmetic request are in struct request (flags, cas, delta, initial).
+ */
+struct req_meta {
+	uint32_t ret;	    /* META_RET_* */
+	bool quiet;	    /* q: no nominal reply (HD, mg's EN) */
+	bool no_bump;	    /* u: a get that counts as no access */
+	bool invalidate;    /* I: md marks stale; ms with C may store stale */
+	bool key_binary;    /* b: the key was sent base64-encoded */
+	bool has_cas;	    /* C: compare r->cas */
+	bool has_new_cas;   /* E: the written item's cas is new_cas */
+	bool has_ttl;	    /* T: set the item's exptime to ttl */
+	bool has_vivify;    /* N: create on a miss, with vivify_ttl */
+	bool has_recache;   /* R: win the recache below recache_ttl left */
+	bool ttl_last;	    /* ma: T came after N (the later one applies) */
+	bool drop_value;    /* md x: keep the item, empty its value */
+	char mode;	    /* M: ms E A P R S, ma I + D - (0: default) */
+	uint64_t new_cas;
+	int64_t ttl, vivify_ttl, recache_ttl; /* protocol exptimes */
 };
 
 struct request;
@@ -118,6 +163,7 @@ struct request {
 	struct cache_key arg;	/* stats: the group; auth: the password;
 				   lru_crawler: the subcommand */
 	struct cache_key args;	/* stats, lru_crawler: what follows arg */
+	const struct req_meta *meta; /* REQ_M*: the decoder's */
 	/* A decoder's refusal (DECODE_REJECT, DECODE_CLOSE): what to say. */
 	enum reply_status status;
 	const char *message;
