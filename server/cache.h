@@ -305,7 +305,8 @@ void cache_set_evict_hook(struct cache *c,
 
 /*
  * Seconds since the oldest item still queued for eviction was stored
- * (`stats items` age). Items keep no time: their cas sequence is matched
+ * (`stats items` age). Items keep no store time (atime is the last access,
+ * which every hit moves): their cas sequence is matched
  * against marks the maintenance thread records, one a second at most and
  * thinned as they age, so this is a lower bound, exact to the spacing of
  * the marks around that item (a second for recent items, wider for old
