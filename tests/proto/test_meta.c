@@ -84,6 +84,11 @@ static const struct meta_case cases[] = {
 	CERR("mg k T1x\r\n", TOKEN),
 	CERR("mg k C\r\n", TOKEN),
 	CERR("mg k C-1\r\n", TOKEN),
+	CERR("mg k T99999999999999999999\r\n", TOKEN), /* past 64 bits */
+	CERR("mg k F18446744073709551616\r\n", FMT),
+	CERR("mg k x\r\n", INVALID), /* x is md's alone */
+	CERR("ma k x\r\n", INV_DUP),
+	SWALLOW("ms k 1 x\r\n", INVALID, 3),
 	OK("mg k C-0\r\n"),
 	CERR("mg k F\r\n", FMT), /* F sets no message of its own */
 	CERR("mg k M\r\n", MLEN),
@@ -94,7 +99,9 @@ static const struct meta_case cases[] = {
 	CERR("mg k Dx\r\n", DELTA),
 	CERR("mg k Dx Jx\r\n", INITIAL), /* the last error's words */
 	CERR("ma k MX\r\n", MA_MODE),
-	CERR("mg k O123456789012345678901234567890123\r\n", OPAQUE),
+	/* mg and ma run, then answer the error: opaque_too_long. */
+	OK("mg k O123456789012345678901234567890123\r\n"),
+	OK("ma k O123456789012345678901234567890123\r\n"),
 	OK("mg k O1234567890123456789012345678901\r\n"), /* 32 with the O */
 	CERR("md k O123456789012345678901234567890123\r\n", OPAQUE),
 	/* 17 flags are allowed (19 tokens), 18 are not. */
@@ -204,6 +211,34 @@ Test(meta_fields, set_and_arith)
 	cr_expect_eq(m.initial, 42);
 	cr_expect_eq(m.delta, 7);
 	cr_expect_eq(m.mode, '-');
+}
+
+Test(meta_fields, long_opaque)
+{
+	const char *mg = "mg k v O123456789012345678901234567890123\r\n";
+	const char *mg_ok = "mg k v O1234567890123456789012345678901\r\n";
+	struct proto_meta m;
+
+	cr_assert_eq(proto_meta_parse(mg, strlen(mg), &lim, &m), PROTO_OK);
+	cr_expect(m.opaque_too_long);
+	cr_assert_eq(proto_meta_parse(mg_ok, strlen(mg_ok), &lim, &m),
+		     PROTO_OK);
+	cr_expect(!m.opaque_too_long);
+}
+
+Test(meta_fields, numbers_wrap_as_memcached_stores_them)
+{
+	const char *in = "mg k T4294967306 N-2147483649 F4294967297 C-0\r\n";
+	const char *set = "ms k 4294967298\r\nhi\r\n";
+	struct proto_meta m;
+
+	cr_assert_eq(proto_meta_parse(in, strlen(in), &lim, &m), PROTO_OK);
+	cr_expect_eq(m.ttl, 10);
+	cr_expect_eq(m.vivify_ttl, 2147483647);
+	cr_expect_eq(m.client_flags, 1);
+	cr_expect(m.has_cas && m.cas == 0);
+	cr_assert_eq(proto_meta_parse(set, strlen(set), &lim, &m), PROTO_OK);
+	cr_expect_eq(m.nbytes, 2);
 }
 
 Test(meta_fields, leading_spaces_and_bare_newline)
