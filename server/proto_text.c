@@ -258,7 +258,11 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	struct proto_req q;
 	enum proto_status st;
 
-	(void)slot; /* requests point into buf: nothing kept per slot */
+	/* A meta command goes straight to its parser (a line with leading
+	 * spaces gets there through proto_text_parse's PROTO_META). */
+	if (n >= 3 && buf[0] == 'm' &&
+	    (buf[2] == ' ' || buf[2] == '\r' || buf[2] == '\n'))
+		return decode_meta(c, buf, n, slot, &lim, r);
 	st = proto_text_parse(buf, n, &lim, &q);
 	c->text_no_newline = st == PROTO_NEED_MORE ? q.no_newline : 0;
 	switch (st) {
@@ -478,34 +482,63 @@ static void dump_end(struct conn *c, const struct request *r)
 
 /* ---- meta replies: a two-letter code, then flags in request order ---- */
 
-static void add_u64(struct conn *c, char letter, uint64_t v)
-{
-	char buf[24];
-	int n = snprintf(buf, sizeof(buf), " %c%" PRIu64, letter, v);
+/* The longest meta reply line: a code and its size, then at most one of
+ * each flag letter (a base64 key and its " b", an opaque of 32 bytes,
+ * numbers of 20 digits), W, X and Z. */
+#define META_LINE_MAX 1024
 
-	conn_add(c, buf, (size_t)n);
+/* A reply line built on the stack and added to the output at once. */
+struct meta_line {
+	size_t n;
+	char b[META_LINE_MAX];
+};
+
+static void line_put(struct meta_line *l, const void *p, size_t n)
+{
+	memcpy(l->b + l->n, p, n);
+	l->n += n;
 }
 
-static void add_i64(struct conn *c, char letter, int64_t v)
+static void line_digits(struct meta_line *l, uint64_t v)
 {
-	char buf[24];
-	int n = snprintf(buf, sizeof(buf), " %c%" PRId64, letter, v);
+	char digits[20];
+	size_t k = 0;
 
-	conn_add(c, buf, (size_t)n);
+	do
+		digits[k++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (k)
+		l->b[l->n++] = digits[--k];
+}
+
+/* " <letter><v>", the letter left out when 0. */
+static void line_u64(struct meta_line *l, char letter, uint64_t v)
+{
+	l->b[l->n++] = ' ';
+	if (letter)
+		l->b[l->n++] = letter;
+	line_digits(l, v);
+}
+
+static void line_i64(struct meta_line *l, char letter, int64_t v)
+{
+	l->b[l->n++] = ' ';
+	l->b[l->n++] = letter;
+	if (v < 0)
+		l->b[l->n++] = '-';
+	line_digits(l, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 /* " k<key>", in base64 with " b" after it for a binary key. */
-static void add_key(struct conn *c, struct cache_key k, bool binary)
+static void line_key(struct meta_line *l, struct cache_key k, bool binary)
 {
-	char b64[(PROTO_KEY_MAX + 2) / 3 * 4];
-
-	conn_add(c, " k", 2);
+	line_put(l, " k", 2);
 	if (!binary) {
-		conn_add(c, k.p, k.n);
+		line_put(l, k.p, k.n);
 		return;
 	}
-	conn_add(c, b64, proto_base64_encode(k.p, k.n, b64));
-	conn_add(c, " b", 2);
+	l->n += proto_base64_encode(k.p, k.n, l->b + l->n);
+	line_put(l, " b", 2);
 }
 
 static const char *const meta_words[] = {
@@ -565,6 +598,7 @@ static void meta(struct conn *c, const struct request *r,
 	bool item =
 		m->have_item && (r->cmd == REQ_MGET || r->cmd == REQ_MARITH);
 	bool ttl_changed = false;
+	struct meta_line l;
 
 	if (r->cmd == REQ_MNOOP) {
 		conn_add(c, "MN\r\n", 4);
@@ -580,31 +614,28 @@ static void meta(struct conn *c, const struct request *r,
 	}
 	if (meta_hidden(r, m))
 		return;
-	conn_add(c, meta_words[m->code], 2);
-	if (m->code == META_VA) {
-		char len[16];
-		int n = snprintf(len, sizeof(len), " %" PRIu32, m->value_len);
-
-		conn_add(c, len, (size_t)n);
-	}
+	l.n = 0;
+	line_put(&l, meta_words[m->code], 2);
+	if (m->code == META_VA)
+		line_u64(&l, 0, m->value_len);
 	for (uint32_t i = 0; i < ms->nflags; i++) {
 		struct proto_span t = ms->flag[i];
 
 		switch (buf[t.off]) {
 		case 'O':
-			conn_add(c, " ", 1);
-			conn_add(c, buf + t.off, t.len);
+			line_put(&l, " ", 1);
+			line_put(&l, buf + t.off, t.len);
 			break;
 		case 'k':
-			add_key(c, r->key,
-				r->cmd == REQ_MGET && item
-					? m->key_binary
-					: r->meta->key_binary);
+			line_key(&l, r->key,
+				 r->cmd == REQ_MGET && item
+					 ? m->key_binary
+					 : r->meta->key_binary);
 			break;
 		case 'c':
 			/* ms answers its cas whatever the code (0: none). */
 			if (item || r->cmd == REQ_MSET)
-				add_u64(c, 'c', m->cas);
+				line_u64(&l, 'c', m->cas);
 			break;
 		case 'T':
 			ttl_changed = true;
@@ -614,44 +645,44 @@ static void meta(struct conn *c, const struct request *r,
 			break;
 		case 't':
 			if (item)
-				add_i64(c, 't',
-					ttl_changed ? m->ttl : m->ttl_before);
+				line_i64(&l, 't',
+					 ttl_changed ? m->ttl : m->ttl_before);
 			break;
 		case 'f':
 			if (item && r->cmd == REQ_MGET)
-				add_u64(c, 'f', m->flags);
+				line_u64(&l, 'f', m->flags);
 			break;
 		case 's':
 			/* ms s is the current text's: the stored size. */
 			if ((item && r->cmd == REQ_MGET) || r->cmd == REQ_MSET)
-				add_u64(c, 's', m->size);
+				line_u64(&l, 's', m->size);
 			break;
 		case 'l':
 			if (item && r->cmd == REQ_MGET)
-				add_u64(c, 'l', m->last_access);
+				line_u64(&l, 'l', m->last_access);
 			break;
 		case 'h':
 			if (item && r->cmd == REQ_MGET)
-				add_u64(c, 'h', m->hit_before);
+				line_u64(&l, 'h', m->hit_before);
 			break;
 		}
 	}
 	if (m->already_won)
-		conn_add(c, " Z", 2);
+		line_put(&l, " Z", 2);
 	if (m->stale)
-		conn_add(c, " X", 2);
+		line_put(&l, " X", 2);
 	if (m->won)
-		conn_add(c, " W", 2);
-	conn_add(c, "\r\n", 2);
-	if (m->code != META_VA)
-		return;
-	if (m->it)
+		line_put(&l, " W", 2);
+	line_put(&l, "\r\n", 2);
+	if (m->code == META_VA && !m->it) {
+		/* ma's number: small, in the same line buffer. */
+		line_put(&l, m->value, m->value_len);
+		line_put(&l, "\r\n", 2);
+	}
+	conn_add(c, l.b, l.n);
+	if (m->code == META_VA && m->it)
 		conn_add_item_bytes(c, m->it, item_value(m->it),
 				    m->value_len + 2);
-	else {
-		conn_add(c, m->value, m->value_len);
-		conn_add(c, "\r\n", 2);
-	}
 }
 
 const struct protocol protocol_text = {
