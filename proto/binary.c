@@ -718,24 +718,30 @@ static bool get_u32(const msgpack_object *o, uint32_t *v)
 static bool meta_reply_entry(uint32_t field, const msgpack_object *o,
 			     struct proto_bin_meta_reply *m)
 {
+	bool ok = true;
+
 	switch (field) {
 	case PROTO_MR_FLAGS:
-		return get_u32(o, &m->flags);
+		ok = get_u32(o, &m->flags);
+		break;
 	case PROTO_MR_CAS:
-		return get_u64(o, &m->cas);
+		ok = get_u64(o, &m->cas);
+		break;
 	case PROTO_MR_TTL:
-		return get_i64(o, &m->ttl);
+		ok = get_i64(o, &m->ttl);
+		break;
 	case PROTO_MR_SIZE:
-		return get_u32(o, &m->size);
+		ok = get_u32(o, &m->size);
+		break;
 	case PROTO_MR_LA:
-		return get_u32(o, &m->last_access);
+		ok = get_u32(o, &m->last_access);
+		break;
 	case PROTO_MR_VALUE:
 		if (get_u64(o, &m->number)) {
 			m->fields |= PROTO_MR_NUMBER;
 			return true;
 		}
-		if (!get_bytes(o, &m->value))
-			return false;
+		ok = get_bytes(o, &m->value);
 		break;
 	default: /* the booleans */
 		if (o->type != MSGPACK_OBJECT_BOOLEAN)
@@ -746,8 +752,9 @@ static bool meta_reply_entry(uint32_t field, const msgpack_object *o,
 			return true; /* false: as if absent */
 		break;
 	}
-	m->fields |= field;
-	return true;
+	if (ok)
+		m->fields |= field;
+	return ok;
 }
 
 bool proto_bin_meta_reply_decode(const msgpack_object *o,
