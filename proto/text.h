@@ -94,6 +94,9 @@ enum proto_status {
 	 * commands in a request body. req->len is the line.
 	 */
 	PROTO_CLOSE,
+	/* A meta command (a first token of "m" and one byte): parse it with
+	 * proto_meta_parse() (proto/meta.h). */
+	PROTO_META,
 };
 
 /* Where a key lies in the parsed buffer. */

@@ -136,16 +136,31 @@ void cache_prefetch(struct cache *c, struct cache_key key)
 	rhkv_rcu_read_unlock();
 }
 
-static void visit(struct item *it)
+void cache_item_visit(struct item *it)
 {
-	/* Only when not set yet: a hot item's line stays shared. */
+	uint32_t now = (uint32_t)cache_now();
+
+	/* Each store only when it changes something: a hot item's line
+	 * stays shared (the time moves once a second at most). */
 	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
 	      ITEM_VISITED))
-		atomic_store_explicit(&it->usage, ITEM_VISITED | ITEM_FETCHED,
-				      memory_order_relaxed);
+		atomic_fetch_or_explicit(&it->usage,
+					 ITEM_VISITED | ITEM_FETCHED,
+					 memory_order_relaxed);
+	if (atomic_load_explicit(&it->atime, memory_order_relaxed) != now)
+		atomic_store_explicit(&it->atime, now, memory_order_relaxed);
 }
 
-struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
+bool cache_item_win(struct item *it)
+{
+	if (atomic_load_explicit(&it->usage, memory_order_relaxed) & ITEM_WON)
+		return false;
+	return !(atomic_fetch_or_explicit(&it->usage, ITEM_WON,
+					  memory_order_relaxed) &
+		 ITEM_WON);
+}
+
+struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired)
 {
 	struct item *it = rhashtable_lookup(&c->ht, &key, cache__params);
 
@@ -156,8 +171,15 @@ struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 			*expired = true;
 		return NULL;
 	}
+	return it;
+}
+
+struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
+{
+	struct item *it = cache_lookup(c, key, expired);
+
 	if (it)
-		visit(it);
+		cache_item_visit(it);
 	return it;
 }
 

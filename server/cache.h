@@ -59,13 +59,20 @@
 
 #include "common/rhashtable.h"
 
-/* The usage byte: a hit sets both bits, the SIEVE hand clears VISITED;
- * FETCHED only feeds the eviction stats. */
-#define ITEM_VISITED 1u
-#define ITEM_FETCHED 2u
+/* The usage byte: a hit sets VISITED and FETCHED, the SIEVE hand clears
+ * VISITED; FETCHED feeds the eviction stats and meta's "hit before". The
+ * other bits serve memcached's meta commands: WON is set once, by the one
+ * client that is handed the right to recache the item (cache_item_win);
+ * STALE and KEY_BINARY are set when the item is built and never change.
+ * Every change is an atomic read-modify-write of the bits it means. */
+#define ITEM_VISITED	1u
+#define ITEM_FETCHED	2u
+#define ITEM_WON	4u  /* a recache winner has been named */
+#define ITEM_STALE	8u  /* invalidated: served, flagged stale */
+#define ITEM_KEY_BINARY 16u /* stored with a base64 key (meta b) */
 
 /*
- * 50 bytes of header, then the data. Offsets:
+ * 54 bytes of header, then the data. Offsets:
  *   0 node     table chain (readers follow it until the grace period ends)
  *   8 qnew     SIEVE queue, toward the head (newer); under the shard lock
  *  16 qold     toward the tail (older)
@@ -74,9 +81,11 @@
  *  36 flags    the client's 32 opaque bits
  *  40 nbytes   value length without "\r\n"
  *  44 refs     1 for the table, +1 per in-flight zero-copy reply
- *  48 nkey     key length (1..250)
- *  49 usage    ITEM_VISITED | ITEM_FETCHED
- *  50 data     key, value, "\r\n" (the reply's line end, sent with it)
+ *  48 atime    unix seconds of the last access (stored at most once a
+ *              second, so a hot item's line stays shared)
+ *  52 nkey     key length (1..250)
+ *  53 usage    ITEM_* bits above
+ *  54 data     key, value, "\r\n" (the reply's line end, sent with it)
  * No rcu_head: unlinked items are freed in batches per (thread, cache),
  * linked through nothing inside the item (readers may follow node.next
  * until the grace period ends, so it is never reused).
@@ -89,12 +98,13 @@ struct item {
 	uint32_t flags;
 	uint32_t nbytes;
 	_Atomic uint32_t refs;
+	_Atomic uint32_t atime;
 	uint8_t nkey;
 	_Atomic uint8_t usage;
 	char data[];
 };
 
-_Static_assert(offsetof(struct item, data) == 50, "item header layout");
+_Static_assert(offsetof(struct item, data) == 54, "item header layout");
 
 #define ITEM_HEADER_BYTES offsetof(struct item, data)
 
@@ -172,6 +182,14 @@ bool cache_item_flushed(struct cache *c, const struct item *it);
  * found; may be NULL); inside an RCU read-side section. A hit counts as
  * a visit for eviction. Dead items found are left to cache_reap(). */
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired);
+/* cache_find without the visit: the item is not marked as accessed. */
+struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired);
+/* Marks a live item as accessed now (what cache_find does on a hit). */
+void cache_item_visit(struct item *it);
+/* Names the item's recache winner: true for exactly one caller over the
+ * item's life (ITEM_WON), false for every other. Inside the section. */
+bool cache_item_win(struct item *it);
+
 /* Unlinks key's item if it is dead (after cache_find said so); outside
  * read-side sections. Returns whether the dead item found was invalidated
  * by flush_all (false: it expired, or it was gone already). */
@@ -198,8 +216,61 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 			      const char *value, uint32_t nbytes,
 			      uint64_t cas_in, uint64_t *cas_out);
 
+/*
+ * A write with everything memcached's meta set can ask (cache_store is the
+ * classic subset). mode and cas_in as cache_store's, and:
+ * - cas_in also guards APPEND and PREPEND when not 0;
+ * - stale_if_older (CACHE_CAS only): a cas_in below the item's stores the
+ *   value anyway, marked ITEM_STALE, keeping the old item's exptime and
+ *   its ITEM_WON;
+ * - vivify (APPEND, PREPEND): a missing item is created with the value
+ *   and vivify_exptime instead of CACHE_NOT_STORED;
+ * - cas_new, when not 0, is the stored item's cas instead of a fresh one;
+ * - marks: ITEM_* bits the new item starts with (ITEM_WON, ITEM_KEY_BINARY).
+ */
+struct cache_write {
+	enum cache_store_mode mode;
+	struct cache_key key;
+	uint32_t flags;
+	int64_t exptime; /* absolute (cache_abs_exptime) */
+	const char *value;
+	uint32_t nbytes;
+	uint64_t cas_in;
+	uint64_t cas_new;
+	uint8_t marks;
+	bool stale_if_older;
+	bool vivify;
+	int64_t vivify_exptime;
+};
+enum cache_result cache_write(struct cache *c, unsigned int thread,
+			      const struct cache_write *w, uint64_t *cas_out);
+
 /* Removes key if present (live or not). Returns whether a live one was. */
 bool cache_delete(struct cache *c, struct cache_key key);
+
+/* Removes key's live item if its cas is cas_in (any cas when 0): the check
+ * and the unlink are one step. CACHE_STORED when removed, else
+ * CACHE_NOT_FOUND or CACHE_EXISTS. */
+enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
+				   uint64_t cas_in);
+
+/*
+ * memcached's meta invalidate: replaces key's live item (whose cas must be
+ * cas_in unless that is 0) by a copy marked ITEM_STALE with ITEM_WON
+ * cleared (the next fetcher wins the recache) and a new cas (cas_new when
+ * not 0), with exptime when set_exptime. CACHE_STORED, CACHE_NOT_FOUND,
+ * CACHE_EXISTS or CACHE_NO_MEMORY.
+ */
+enum cache_result cache_invalidate(struct cache *c, unsigned int thread,
+				   struct cache_key key, uint64_t cas_in,
+				   bool set_exptime, int64_t exptime,
+				   uint64_t cas_new, uint64_t *cas_out);
+
+/* memcached's meta "x" delete: key's live item keeps its place, flags and
+ * exptime with an empty value and a new cas. */
+enum cache_result cache_empty_value(struct cache *c, unsigned int thread,
+				    struct cache_key key, uint64_t cas_in,
+				    uint64_t *cas_out);
 
 /* incr/decr: *result is the new value, *cas_out (when not NULL) the new
  * item's cas. cas_in, when not 0, must be the item's cas (else
@@ -208,6 +279,19 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 			     struct cache_key key, bool incr, uint64_t delta,
 			     uint64_t cas_in, uint64_t *result,
 			     uint64_t *cas_out);
+
+/* cache_incr with meta's extras: when set_exptime, the new item's exptime
+ * is exptime (absolute); out tells the new value and cas, and the exptime
+ * the item had before and has now. */
+struct cache_incr_out {
+	uint64_t value, cas;
+	uint32_t exptime_before, exptime; /* stored form: 0 none */
+};
+enum cache_result cache_incr_meta(struct cache *c, unsigned int thread,
+				  struct cache_key key, bool incr,
+				  uint64_t delta, uint64_t cas_in,
+				  bool set_exptime, int64_t exptime,
+				  struct cache_incr_out *out);
 
 /* Sets exptime of a live item. Returns whether there was one. */
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);

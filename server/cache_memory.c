@@ -65,6 +65,7 @@ struct item *cache__item_alloc(struct cache *c, struct cache_key key,
 	atomic_init(&it->exptime, exptime);
 	atomic_init(&it->refs, 1);
 	atomic_init(&it->usage, 0);
+	atomic_init(&it->atime, (uint32_t)cache_now());
 	it->qnew = NULL;
 	it->qold = Q_UNQUEUED;
 	it->flags = flags;

@@ -95,8 +95,10 @@ static unsigned int queue_evict(struct cache *c, struct queue *q, int64_t want,
 
 		q->hand = it->qnew;
 		if (live && (usage & ITEM_VISITED)) {
-			atomic_store_explicit(&it->usage, usage & ~ITEM_VISITED,
-					      memory_order_relaxed);
+			/* Clears only its bit: a win may land meanwhile. */
+			atomic_fetch_and_explicit(&it->usage,
+						  (uint8_t)~ITEM_VISITED,
+						  memory_order_relaxed);
 			continue;
 		}
 		/* A writer replacing or deleting it got there first: it will

@@ -23,21 +23,23 @@ static uint64_t next_cas(struct cache *c, unsigned int thread)
 	return seq * c->threads + thread + 1;
 }
 
-/* Builds the item a store of mode would put in place of old (or none). */
+/* Builds the item a write would put in place of old (or none). */
 static struct item *build(struct cache *c, unsigned int thread,
-			  enum cache_store_mode mode, struct cache_key key,
-			  uint32_t flags, uint32_t exptime, const char *value,
-			  uint32_t nbytes, const struct item *old)
+			  const struct cache_write *w, uint32_t exptime,
+			  const struct item *old)
 {
+	struct cache_key key = w->key;
+	bool join =
+		old && (w->mode == CACHE_APPEND || w->mode == CACHE_PREPEND);
 	struct item *it;
 
-	if (mode != CACHE_APPEND && mode != CACHE_PREPEND) {
-		it = cache__item_alloc(c, key, flags, exptime, nbytes);
+	if (!join) {
+		it = cache__item_alloc(c, key, w->flags, exptime, w->nbytes);
 		if (it)
-			memcpy(it->data + key.n, value, nbytes);
+			memcpy(it->data + key.n, w->value, w->nbytes);
 	} else {
 		/* Append and prepend keep the old flags and exptime. */
-		uint64_t total = (uint64_t)old->nbytes + nbytes;
+		uint64_t total = (uint64_t)old->nbytes + w->nbytes;
 
 		if (total > UINT32_MAX)
 			return NULL;
@@ -49,16 +51,18 @@ static struct item *build(struct cache *c, unsigned int thread,
 		if (!it)
 			return NULL;
 		char *dst = it->data + key.n;
-		if (mode == CACHE_APPEND) {
+		if (w->mode == CACHE_APPEND) {
 			memcpy(dst, item_value(old), old->nbytes);
-			memcpy(dst + old->nbytes, value, nbytes);
+			memcpy(dst + old->nbytes, w->value, w->nbytes);
 		} else {
-			memcpy(dst, value, nbytes);
-			memcpy(dst + nbytes, item_value(old), old->nbytes);
+			memcpy(dst, w->value, w->nbytes);
+			memcpy(dst + w->nbytes, item_value(old), old->nbytes);
 		}
 	}
-	if (it)
-		it->cas = next_cas(c, thread);
+	if (it) {
+		it->cas = w->cas_new ? w->cas_new : next_cas(c, thread);
+		atomic_init(&it->usage, w->marks);
+	}
 	return it;
 }
 
@@ -118,31 +122,50 @@ static bool place(struct cache *c, struct cache_key key, struct item *old,
 }
 
 static enum cache_result store_once(struct cache *c, unsigned int thread,
-				    enum cache_store_mode mode,
-				    struct cache_key key, uint32_t flags,
-				    uint32_t exptime, const char *value,
-				    uint32_t nbytes, uint64_t cas_in,
+				    const struct cache_write *w,
 				    uint64_t *cas_out, struct attempt *a)
 {
-	struct item *old = rhashtable_lookup(&c->ht, &key, cache__params);
+	struct item *old = rhashtable_lookup(&c->ht, &w->key, cache__params);
 	bool live = old && cache_item_live(c, old, cache_now());
+	enum cache_store_mode mode = w->mode;
+	uint32_t exptime = cache__exptime_u32(w->exptime);
+	struct cache_write stale;
 	struct item *fresh;
 
-	if (!live && (mode == CACHE_REPLACE || mode == CACHE_APPEND ||
-		      mode == CACHE_PREPEND))
+	if (!live && w->vivify &&
+	    (mode == CACHE_APPEND || mode == CACHE_PREPEND))
+		exptime = cache__exptime_u32(w->vivify_exptime);
+	else if (!live && (mode == CACHE_REPLACE || mode == CACHE_APPEND ||
+			   mode == CACHE_PREPEND))
 		return CACHE_NOT_STORED;
 	if (!live && mode == CACHE_CAS)
 		return CACHE_NOT_FOUND;
 	if (live && mode == CACHE_ADD)
 		return CACHE_NOT_STORED;
-	if (live && mode == CACHE_CAS && old->cas != cas_in)
+	if (live && (mode == CACHE_APPEND || mode == CACHE_PREPEND) &&
+	    w->cas_in && old->cas != w->cas_in)
 		return CACHE_EXISTS;
-	fresh = build(c, thread, mode, key, flags, exptime, value, nbytes, old);
+	if (live && mode == CACHE_CAS && old->cas != w->cas_in) {
+		if (!w->stale_if_older || w->cas_in > old->cas)
+			return CACHE_EXISTS;
+		/* An older writer's value, kept but flagged stale: the old
+		 * item's exptime and recache winner stay. */
+		stale = *w;
+		stale.marks |= ITEM_STALE |
+			       (atomic_load_explicit(&old->usage,
+						     memory_order_relaxed) &
+				ITEM_WON);
+		exptime = atomic_load_explicit(&old->exptime,
+					       memory_order_relaxed);
+		w = &stale;
+	}
+	fresh = build(c, thread, w, exptime, live ? old : NULL);
 	if (!fresh)
 		return CACHE_NO_MEMORY;
 	if (cas_out)
 		*cas_out = fresh->cas; /* before linking: then it may go */
-	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
+	return place(c, w->key, old, fresh, a) ? CACHE_STORED
+					       : CACHE_NOT_STORED;
 }
 
 /* After an attempt, outside the read-side section. False: give up with
@@ -164,11 +187,8 @@ static bool settle(struct cache *c, struct attempt *a, unsigned int *tries)
 	return true;
 }
 
-enum cache_result cache_store(struct cache *c, unsigned int thread,
-			      enum cache_store_mode mode, struct cache_key key,
-			      uint32_t flags, int64_t exptime,
-			      const char *value, uint32_t nbytes,
-			      uint64_t cas_in, uint64_t *cas_out)
+enum cache_result cache_write(struct cache *c, unsigned int thread,
+			      const struct cache_write *w, uint64_t *cas_out)
 {
 	struct attempt a = { 0 };
 	unsigned int tries = 0;
@@ -177,14 +197,32 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 	do {
 		a.retry = false;
 		rhkv_rcu_read_lock();
-		res = store_once(c, thread, mode, key, flags,
-				 cache__exptime_u32(exptime), value, nbytes,
-				 cas_in, cas_out, &a);
+		res = store_once(c, thread, w, cas_out, &a);
 		rhkv_rcu_read_unlock();
 		if (!settle(c, &a, &tries))
 			return CACHE_NO_MEMORY;
 	} while (a.retry);
 	return res;
+}
+
+enum cache_result cache_store(struct cache *c, unsigned int thread,
+			      enum cache_store_mode mode, struct cache_key key,
+			      uint32_t flags, int64_t exptime,
+			      const char *value, uint32_t nbytes,
+			      uint64_t cas_in, uint64_t *cas_out)
+{
+	const struct cache_write w = {
+		.mode = mode,
+		.key = key,
+		.flags = flags,
+		.exptime = exptime,
+		.value = value,
+		.nbytes = nbytes,
+		/* The classic append and prepend compare no cas. */
+		.cas_in = mode == CACHE_CAS ? cas_in : 0,
+	};
+
+	return cache_write(c, thread, &w, cas_out);
 }
 
 bool cache_delete(struct cache *c, struct cache_key key)
@@ -211,6 +249,130 @@ bool cache_delete(struct cache *c, struct cache_key key)
 	return live;
 }
 
+enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
+				   uint64_t cas_in)
+{
+	enum cache_result res = CACHE_NOT_FOUND;
+	struct item *dead = NULL;
+
+	rhkv_rcu_read_lock();
+	for (;;) {
+		struct item *it = cache_lookup(c, key, NULL);
+
+		if (!it)
+			break;
+		if (cas_in && it->cas != cas_in) {
+			res = CACHE_EXISTS;
+			break;
+		}
+		/* Fails when a writer replaced this very item: look again. */
+		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params)) {
+			dead = it;
+			res = CACHE_STORED;
+			break;
+		}
+	}
+	rhkv_rcu_read_unlock();
+	if (dead)
+		cache__item_unlinked(c, dead);
+	return res;
+}
+
+/* A copy of the live item old with value bytes [0, nbytes) of it, for the
+ * meta writes that change an item's marks or drop its value. */
+static struct item *copy_item(struct cache *c, const struct item *old,
+			      struct cache_key key, uint32_t nbytes,
+			      uint32_t exptime)
+{
+	struct item *it =
+		cache__item_alloc(c, key, old->flags, exptime, nbytes);
+
+	if (it)
+		memcpy(it->data + key.n, item_value(old), nbytes);
+	return it;
+}
+
+/* What a meta rewrite of one item does to it (cache_invalidate,
+ * cache_empty_value). */
+struct rewrite {
+	bool invalidate;
+	bool set_exptime;
+	uint32_t exptime;
+	uint64_t cas_new;
+};
+
+static enum cache_result rewrite_once(struct cache *c, unsigned int thread,
+				      struct cache_key key, uint64_t cas_in,
+				      const struct rewrite *rw,
+				      uint64_t *cas_out, struct attempt *a)
+{
+	struct item *old = cache_lookup(c, key, NULL), *fresh;
+	uint8_t usage;
+
+	if (!old)
+		return CACHE_NOT_FOUND;
+	if (cas_in && old->cas != cas_in)
+		return CACHE_EXISTS;
+	usage = atomic_load_explicit(&old->usage, memory_order_relaxed);
+	fresh = copy_item(c, old, key, rw->invalidate ? old->nbytes : 0,
+			  rw->set_exptime
+				  ? rw->exptime
+				  : atomic_load_explicit(&old->exptime,
+							 memory_order_relaxed));
+	if (!fresh)
+		return CACHE_NO_MEMORY;
+	/* Invalidated: stale, and the next fetcher wins the recache. */
+	usage &= ITEM_KEY_BINARY | ITEM_FETCHED | ITEM_STALE | ITEM_WON;
+	if (rw->invalidate)
+		usage = (uint8_t)((usage | ITEM_STALE) & ~ITEM_WON);
+	atomic_init(&fresh->usage, usage);
+	atomic_init(&fresh->atime,
+		    atomic_load_explicit(&old->atime, memory_order_relaxed));
+	fresh->cas = rw->cas_new ? rw->cas_new : next_cas(c, thread);
+	if (cas_out)
+		*cas_out = fresh->cas;
+	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
+}
+
+static enum cache_result rewrite(struct cache *c, unsigned int thread,
+				 struct cache_key key, uint64_t cas_in,
+				 const struct rewrite *rw, uint64_t *cas_out)
+{
+	struct attempt a = { 0 };
+	unsigned int tries = 0;
+	enum cache_result res;
+
+	do {
+		a.retry = false;
+		rhkv_rcu_read_lock();
+		res = rewrite_once(c, thread, key, cas_in, rw, cas_out, &a);
+		rhkv_rcu_read_unlock();
+		if (!settle(c, &a, &tries))
+			return CACHE_NO_MEMORY;
+	} while (a.retry);
+	return res;
+}
+
+enum cache_result cache_invalidate(struct cache *c, unsigned int thread,
+				   struct cache_key key, uint64_t cas_in,
+				   bool set_exptime, int64_t exptime,
+				   uint64_t cas_new, uint64_t *cas_out)
+{
+	const struct rewrite rw = { true, set_exptime,
+				    cache__exptime_u32(exptime), cas_new };
+
+	return rewrite(c, thread, key, cas_in, &rw, cas_out);
+}
+
+enum cache_result cache_empty_value(struct cache *c, unsigned int thread,
+				    struct cache_key key, uint64_t cas_in,
+				    uint64_t *cas_out)
+{
+	const struct rewrite rw = { false, false, 0, 0 };
+
+	return rewrite(c, thread, key, cas_in, &rw, cas_out);
+}
+
 /* memcached's rule: a value is numeric when it is digits (at most 20)
  * that fit in 64 bits, optionally followed by the spaces a shrinking
  * incr/decr leaves. */
@@ -233,47 +395,56 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out)
 	return true;
 }
 
+/* What one incr/decr asks (cache_incr, cache_incr_meta). */
+struct incr_req {
+	bool incr;
+	uint64_t delta, cas_in;
+	bool set_exptime;
+	uint32_t exptime;
+};
+
 static enum cache_result incr_once(struct cache *c, unsigned int thread,
-				   struct cache_key key, bool incr,
-				   uint64_t delta, uint64_t cas_in,
-				   uint64_t *result, uint64_t *cas_out,
+				   struct cache_key key,
+				   const struct incr_req *q,
+				   struct cache_incr_out *out,
 				   struct attempt *a)
 {
 	struct item *old = cache_find(c, key, NULL), *fresh;
+	uint32_t exptime;
 	char num[24];
 	uint64_t v;
 	int len, width;
 
 	if (!old)
 		return CACHE_NOT_FOUND;
-	if (cas_in && cas_in != old->cas)
+	if (q->cas_in && q->cas_in != old->cas)
 		return CACHE_EXISTS;
 	if (!parse_u64(item_value(old), old->nbytes, &v))
 		return CACHE_NON_NUMERIC;
-	v = incr ? v + delta : (v < delta ? 0 : v - delta);
+	v = q->incr ? v + q->delta : (v < q->delta ? 0 : v - q->delta);
 	len = snprintf(num, sizeof(num), "%" PRIu64, v);
 	/* A shorter result keeps the old length, padded with spaces, as
 	 * memcached's in-place update does. */
 	width = len < (int)old->nbytes ? (int)old->nbytes : len;
-	fresh = cache__item_alloc(
-		c, key, old->flags,
-		atomic_load_explicit(&old->exptime, memory_order_relaxed),
-		(uint32_t)width);
+	out->exptime_before =
+		atomic_load_explicit(&old->exptime, memory_order_relaxed);
+	exptime = q->set_exptime ? q->exptime : out->exptime_before;
+	fresh = cache__item_alloc(c, key, old->flags, exptime, (uint32_t)width);
 	if (!fresh)
 		return CACHE_NO_MEMORY;
 	memset(fresh->data + key.n, ' ', (size_t)width);
 	memcpy(fresh->data + key.n, num, (size_t)len);
 	fresh->cas = next_cas(c, thread);
-	*result = v;
-	if (cas_out)
-		*cas_out = fresh->cas;
+	out->value = v;
+	out->cas = fresh->cas;
+	out->exptime = exptime;
 	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
 }
 
-enum cache_result cache_incr(struct cache *c, unsigned int thread,
-			     struct cache_key key, bool incr, uint64_t delta,
-			     uint64_t cas_in, uint64_t *result,
-			     uint64_t *cas_out)
+static enum cache_result incr_run(struct cache *c, unsigned int thread,
+				  struct cache_key key,
+				  const struct incr_req *q,
+				  struct cache_incr_out *out)
 {
 	struct attempt a = { 0 };
 	unsigned int tries = 0;
@@ -282,11 +453,38 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 	do {
 		a.retry = false;
 		rhkv_rcu_read_lock();
-		res = incr_once(c, thread, key, incr, delta, cas_in, result,
-				cas_out, &a);
+		res = incr_once(c, thread, key, q, out, &a);
 		rhkv_rcu_read_unlock();
 		if (!settle(c, &a, &tries))
 			return CACHE_NO_MEMORY;
 	} while (a.retry);
 	return res;
+}
+
+enum cache_result cache_incr(struct cache *c, unsigned int thread,
+			     struct cache_key key, bool incr, uint64_t delta,
+			     uint64_t cas_in, uint64_t *result,
+			     uint64_t *cas_out)
+{
+	const struct incr_req q = { incr, delta, cas_in, false, 0 };
+	struct cache_incr_out out = { 0 };
+	enum cache_result res = incr_run(c, thread, key, &q, &out);
+
+	*result = out.value;
+	if (cas_out)
+		*cas_out = out.cas;
+	return res;
+}
+
+enum cache_result cache_incr_meta(struct cache *c, unsigned int thread,
+				  struct cache_key key, bool incr,
+				  uint64_t delta, uint64_t cas_in,
+				  bool set_exptime, int64_t exptime,
+				  struct cache_incr_out *out)
+{
+	const struct incr_req q = { incr, delta, cas_in, set_exptime,
+				    cache__exptime_u32(exptime) };
+
+	*out = (struct cache_incr_out){ 0 };
+	return incr_run(c, thread, key, &q, out);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd_meta.h"
 #include "common/log.h"
 #include "conn.h"
 #include "protocol.h"
@@ -536,6 +537,12 @@ static const struct {
 	[REQ_NOOP] = { exec_noop, LAT_other },
 	[REQ_LRU_CRAWLER] = { exec_lru_crawler, LAT_scan },
 	[REQ_WATCH] = { exec_watch, LAT_other },
+	[REQ_MGET] = { cmd_mget, LAT_get },
+	[REQ_MSET] = { cmd_mset, LAT_set },
+	[REQ_MDELETE] = { cmd_mdelete, LAT_delete },
+	[REQ_MARITH] = { cmd_marith, LAT_incr },
+	[REQ_MDEBUG] = { cmd_mdebug, LAT_other },
+	[REQ_MNOOP] = { cmd_mnoop, LAT_other },
 };
 
 void cmd_execute(struct conn *c, const struct request *r)
@@ -552,7 +559,8 @@ void cmd_too_large(struct conn *c, const struct request *r)
 	STAT_INC(&c->w->stats, store_too_large);
 	watch_stored(c, r, "too_large");
 	say(c, r, REPLY_TOO_LARGE, NULL);
-	if (r->cmd == REQ_SET)
+	/* memcached drops the old value on a too-large ms of any mode. */
+	if (r->cmd == REQ_SET || r->cmd == REQ_MSET)
 		cache_delete(c->w->srv->cache, r->key);
 }
 

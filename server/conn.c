@@ -224,6 +224,7 @@ static void dispatch(struct conn *c, enum decode_status st,
 	case DECODE_REJECT:
 		if (!r->noreply)
 			ops->status(c, r, r->status, r->message);
+		c->swallow = r->swallow;
 		return;
 	case DECODE_TOO_LARGE:
 		cmd_too_large(c, r);

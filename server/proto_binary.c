@@ -308,6 +308,7 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 			return DECODE_TOO_LARGE;
 		r->status = status_of_code(code);
 		r->message = error;
+		r->swallow = 0;
 		return DECODE_REJECT;
 	case PROTO_BIN_FATAL:
 		break;

@@ -5,13 +5,46 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "conn.h"
 #include "protocol.h"
+#include "proto/meta.h"
 #include "proto/text.h"
 #include "server.h"
+
+/* The letters of the flags meta requests name, in proto/meta.h and
+ * request.h alike. */
+_Static_assert(PROTO_META_RET_CAS == META_RET_CAS &&
+		       PROTO_META_RET_FLAGS == META_RET_FLAGS &&
+		       PROTO_META_RET_HIT == META_RET_HIT &&
+		       PROTO_META_RET_KEY == META_RET_KEY &&
+		       PROTO_META_RET_LAST == META_RET_LAST &&
+		       PROTO_META_RET_SIZE == META_RET_SIZE &&
+		       PROTO_META_RET_TTL == META_RET_TTL &&
+		       PROTO_META_RET_VALUE == META_RET_VALUE,
+	       "meta return bits");
+
+/*
+ * A decoded meta request's own data, one per decode slot (the batch loop
+ * decodes one request ahead): its options, its key when sent in base64,
+ * and its flag tokens in the order sent, which the reply follows. meta is
+ * first: r->meta points at it and the reply finds the rest from there.
+ */
+struct meta_slot {
+	struct req_meta meta;
+	char key[PROTO_META_BINKEY_MAX];
+	uint32_t nflags;
+	struct proto_span flag[PROTO_META_FLAGS_MAX];
+};
+
+/* The text protocol's per-connection state: made on the first meta
+ * request, so that classic-only connections carry none. */
+struct text_state {
+	struct meta_slot slot[2];
+};
 
 static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_GET] = REQ_GET,
@@ -92,6 +125,117 @@ size_t text_get_line_max(const struct config *cfg)
 						       : PROTO_GET_LINE_MIN;
 }
 
+static const enum req_cmd meta_cmd_of[] = {
+	['g'] = REQ_MGET,   ['s'] = REQ_MSET,	['d'] = REQ_MDELETE,
+	['a'] = REQ_MARITH, ['e'] = REQ_MDEBUG, ['n'] = REQ_MNOOP,
+};
+
+/* The request from a parsed meta line; false when its slot cannot be
+ * made (out of memory). */
+static bool fill_meta(struct conn *c, const char *buf, unsigned int slot,
+		      const struct proto_meta *m, struct request *r)
+{
+	struct text_state *ts = c->pstate;
+	struct meta_slot *ms;
+
+	if (!ts) {
+		ts = calloc(1, sizeof(*ts));
+		if (!ts)
+			return false;
+		c->pstate = ts;
+	}
+	ms = &ts->slot[slot];
+	ms->meta = (struct req_meta){
+		.ret = m->ret,
+		.quiet = m->quiet,
+		.no_bump = m->no_bump,
+		.invalidate = m->invalidate,
+		.key_binary = m->base64,
+		.has_cas = m->has_cas,
+		.has_new_cas = m->has_new_cas,
+		.has_ttl = m->has_ttl,
+		.has_vivify = m->has_vivify,
+		.has_recache = m->has_recache,
+		.ttl_last = m->ttl_after_vivify,
+		.ttl_before_recache = m->ttl_before_recache,
+		.drop_value = m->drop_value,
+		.mode = m->mode,
+		.new_cas = m->new_cas,
+		.ttl = m->ttl,
+		.vivify_ttl = m->vivify_ttl,
+		.recache_ttl = m->recache_ttl,
+	};
+	ms->nflags = m->nflags;
+	memcpy(ms->flag, m->flag, m->nflags * sizeof(m->flag[0]));
+	*r = (struct request){
+		.cmd = meta_cmd_of[(unsigned char)m->cmd],
+		.len = m->len,
+		.key = span(buf, m->key),
+		.value = buf + m->value_off,
+		.nbytes = m->nbytes,
+		.flags = m->client_flags,
+		.exptime = m->has_ttl ? m->ttl : 0,
+		.cas = m->cas,
+		.delta = m->delta,
+		.initial = m->initial,
+		.meta = &ms->meta,
+		.p.text.buf = buf,
+	};
+	if (m->base64 && m->key.len)
+		r->key = (struct cache_key){
+			ms->key, proto_base64_decode(buf + m->key.off,
+						     m->key.len, ms->key)
+		};
+	return true;
+}
+
+/* A meta line (proto/meta.h): its errors are always answered, quiet mode
+ * or not, and a refused ms has its data block swallowed. */
+static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
+				      unsigned int slot,
+				      const struct proto_limits *lim,
+				      struct request *r)
+{
+	struct proto_meta m;
+	enum proto_status st = proto_meta_parse(buf, n, lim, &m);
+
+	c->text_no_newline = st == PROTO_NEED_MORE ? m.no_newline : 0;
+	switch (st) {
+	case PROTO_NEED_MORE:
+		return DECODE_NEED_MORE;
+	case PROTO_OK:
+	case PROTO_TOO_LARGE:
+		if (!fill_meta(c, buf, slot, &m, r)) {
+			*r = (struct request){ .len = n,
+					       .status = REPLY_SERVER_ERROR,
+					       .message = "out of memory" };
+			return DECODE_CLOSE;
+		}
+		r->swallow = m.swallow;
+		return st == PROTO_OK ? DECODE_OK : DECODE_TOO_LARGE;
+	case PROTO_CLIENT_ERROR:
+		/* REPLY_ERROR with a message prints the message alone. */
+		*r = (struct request){ .len = m.len,
+				       .status = REPLY_ERROR,
+				       .message = m.error,
+				       .swallow = m.swallow };
+		return DECODE_REJECT;
+	case PROTO_LINE_TOO_LONG:
+		*r = (struct request){ .len = n,
+				       .status = REPLY_LINE_TOO_LONG };
+		return DECODE_CLOSE;
+	default:
+		*r = (struct request){ .len = m.len, .status = REPLY_ERROR };
+		return DECODE_REJECT;
+	}
+}
+
+static void text_close(struct conn *c)
+{
+	free(c->pstate);
+	c->pstate = NULL;
+}
+
 /*
  * c->text_no_newline carries the parser's hint (proto/text.h) from a call
  * that needed more bytes to the next one: the batch loop decodes the same
@@ -151,6 +295,8 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 		*r = (struct request){ .len = n,
 				       .status = REPLY_LINE_TOO_LONG };
 		return DECODE_CLOSE;
+	case PROTO_META:
+		return decode_meta(c, buf, n, slot, &lim, r);
 	case PROTO_CLOSE:
 		break;
 	}
@@ -327,8 +473,182 @@ static void dump_end(struct conn *c, const struct request *r)
 	conn_add(c, "END\r\n", 5);
 }
 
+/* ---- meta replies: a two-letter code, then flags in request order ---- */
+
+static void add_u64(struct conn *c, char letter, uint64_t v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), " %c%" PRIu64, letter, v);
+
+	conn_add(c, buf, (size_t)n);
+}
+
+static void add_i64(struct conn *c, char letter, int64_t v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), " %c%" PRId64, letter, v);
+
+	conn_add(c, buf, (size_t)n);
+}
+
+/* " k<key>", in base64 with " b" after it for a binary key. */
+static void add_key(struct conn *c, struct cache_key k, bool binary)
+{
+	char b64[(PROTO_KEY_MAX + 2) / 3 * 4];
+
+	conn_add(c, " k", 2);
+	if (!binary) {
+		conn_add(c, k.p, k.n);
+		return;
+	}
+	conn_add(c, b64, proto_base64_encode(k.p, k.n, b64));
+	conn_add(c, " b", 2);
+}
+
+static const char *const meta_words[] = {
+	[META_HD] = "HD", [META_VA] = "VA", [META_EN] = "EN", [META_NS] = "NS",
+	[META_EX] = "EX", [META_NF] = "NF", [META_ME] = "ME",
+};
+
+/* me's line: memcached's fields; rhkvd has one item class (cls=1), and
+ * exp is memcached's too: now minus the expiry time (-1 for none). */
+static void meta_debug(struct conn *c, const struct request *r,
+		       const struct meta_result *m)
+{
+	char b64[(PROTO_KEY_MAX + 2) / 3 * 4], line[160];
+	int n;
+
+	if (m->code != META_ME) {
+		conn_add(c, "EN\r\n", 4);
+		return;
+	}
+	conn_add(c, "ME ", 3);
+	if (m->key_binary)
+		conn_add(c, b64, proto_base64_encode(r->key.p, r->key.n, b64));
+	else
+		conn_add(c, r->key.p, r->key.n);
+	n = snprintf(line, sizeof(line),
+		     " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64
+		     " fetch=%s cls=1 size=%" PRIu32 "\r\n",
+		     m->ttl < 0 ? (int64_t)-1 : -m->ttl, m->last_access, m->cas,
+		     m->hit_before ? "yes" : "no", m->size);
+	conn_add(c, line, (size_t)n);
+}
+
+/* Whether quiet mode hides this reply: mg's miss, the others' success
+ * (ma's, unless it created the item, as memcached does). */
+static bool meta_hidden(const struct request *r, const struct meta_result *m)
+{
+	if (!r->meta->quiet)
+		return false;
+	switch (r->cmd) {
+	case REQ_MGET:
+		return m->code == META_EN;
+	case REQ_MARITH:
+		return (m->code == META_HD || m->code == META_VA) &&
+		       !m->created;
+	default:
+		return m->code == META_HD;
+	}
+}
+
+static void meta(struct conn *c, const struct request *r,
+		 const struct meta_result *m)
+{
+	const struct meta_slot *ms = (const struct meta_slot *)r->meta;
+	const char *buf = r->p.text.buf;
+	/* Item flags (c t f s l h) only where there is an item to speak
+	 * of: mg's hit, ma's success; ms and md have none. */
+	bool item =
+		m->have_item && (r->cmd == REQ_MGET || r->cmd == REQ_MARITH);
+	bool ttl_changed = false;
+
+	if (r->cmd == REQ_MNOOP) {
+		conn_add(c, "MN\r\n", 4);
+		return;
+	}
+	if (r->cmd == REQ_MDEBUG) {
+		meta_debug(c, r, m);
+		return;
+	}
+	if (meta_hidden(r, m))
+		return;
+	conn_add(c, meta_words[m->code], 2);
+	if (m->code == META_VA) {
+		char len[16];
+		int n = snprintf(len, sizeof(len), " %" PRIu32, m->value_len);
+
+		conn_add(c, len, (size_t)n);
+	}
+	for (uint32_t i = 0; i < ms->nflags; i++) {
+		struct proto_span t = ms->flag[i];
+
+		switch (buf[t.off]) {
+		case 'O':
+			conn_add(c, " ", 1);
+			conn_add(c, buf + t.off, t.len);
+			break;
+		case 'k':
+			add_key(c, r->key,
+				r->cmd == REQ_MGET && item
+					? m->key_binary
+					: r->meta->key_binary);
+			break;
+		case 'c':
+			/* ms answers its cas whatever the code (0: none). */
+			if (item || r->cmd == REQ_MSET)
+				add_u64(c, 'c', m->cas);
+			break;
+		case 'T':
+			ttl_changed = true;
+			break;
+		case 'N':
+			ttl_changed = ttl_changed || m->created;
+			break;
+		case 't':
+			if (item)
+				add_i64(c, 't',
+					ttl_changed ? m->ttl : m->ttl_before);
+			break;
+		case 'f':
+			if (item && r->cmd == REQ_MGET)
+				add_u64(c, 'f', m->flags);
+			break;
+		case 's':
+			if (item && r->cmd == REQ_MGET)
+				add_u64(c, 's', m->size);
+			break;
+		case 'l':
+			if (item && r->cmd == REQ_MGET)
+				add_u64(c, 'l', m->last_access);
+			break;
+		case 'h':
+			if (item && r->cmd == REQ_MGET)
+				add_u64(c, 'h', m->hit_before);
+			break;
+		}
+	}
+	if (m->already_won)
+		conn_add(c, " Z", 2);
+	if (m->stale)
+		conn_add(c, " X", 2);
+	if (m->won)
+		conn_add(c, " W", 2);
+	conn_add(c, "\r\n", 2);
+	if (m->code != META_VA)
+		return;
+	if (m->it)
+		conn_add_item_bytes(c, m->it, item_value(m->it),
+				    m->value_len + 2);
+	else {
+		conn_add(c, m->value, m->value_len);
+		conn_add(c, "\r\n", 2);
+	}
+}
+
 const struct protocol protocol_text = {
 	.name = "text",
+	.close = text_close,
 	.decode = decode,
 	.reply = {
 		.status = status,
@@ -345,5 +665,6 @@ const struct protocol protocol_text = {
 		.stats_end = stats_end,
 		.dump_line = dump_line,
 		.dump_end = dump_end,
+		.meta = meta,
 	},
 };

@@ -26,7 +26,9 @@ enum decode_status {
 	DECODE_OK,	  /* a request: execute it, consume r->len */
 	DECODE_NEED_MORE, /* no complete request yet */
 	/* A request refused as malformed: reply r->status (r->message),
-	 * consume r->len; the connection goes on. */
+	 * consume r->len, then discard r->swallow bytes (a meta set's data
+	 * block; every decoder sets it, mostly to 0); the connection goes
+	 * on. */
 	DECODE_REJECT,
 	/* A storage request over the item size limit (r->cmd, r->key set):
 	 * cmd_too_large(), consume r->len, then discard r->swallow bytes. */
@@ -55,16 +57,18 @@ enum meta_code {
 struct meta_result {
 	enum meta_code code;
 	bool have_item;
-	struct item *it;	/* mg v: the value's item (else NULL) */
-	const char *value;	/* ma v: the number, as digits */
-	uint32_t value_len;	/* mg v, ma v */
+	struct item *it;    /* mg v: the value's item (else NULL) */
+	const char *value;  /* ma v: the number, as digits */
+	uint32_t value_len; /* mg v, ma v */
 	uint64_t cas;
 	uint32_t flags;
-	int64_t ttl;		/* seconds left, -1: none */
-	uint32_t size;		/* value bytes */
-	uint32_t last_access;	/* seconds since, before this request */
-	bool hit_before;	/* fetched before this request */
-	bool key_binary;	/* stored with a base64 key (k answers b) */
+	int64_t ttl;	      /* seconds left, -1: none */
+	int64_t ttl_before;   /* the same before this request changed it */
+	bool created;	      /* mg N, ma N: this request made the item */
+	uint32_t size;	      /* value bytes */
+	uint32_t last_access; /* seconds since, before this request */
+	bool hit_before;      /* fetched before this request */
+	bool key_binary;      /* stored with a base64 key (k answers b) */
 	bool won, stale, already_won; /* W, X, Z */
 };
 

@@ -109,19 +109,20 @@ enum meta_ret {
  * arithmetic request are in struct request (flags, cas, delta, initial).
  */
 struct req_meta {
-	uint32_t ret;	    /* META_RET_* */
-	bool quiet;	    /* q: no nominal reply (HD, mg's EN) */
-	bool no_bump;	    /* u: a get that counts as no access */
-	bool invalidate;    /* I: md marks stale; ms with C may store stale */
-	bool key_binary;    /* b: the key was sent base64-encoded */
-	bool has_cas;	    /* C: compare r->cas */
-	bool has_new_cas;   /* E: the written item's cas is new_cas */
-	bool has_ttl;	    /* T: set the item's exptime to ttl */
-	bool has_vivify;    /* N: create on a miss, with vivify_ttl */
-	bool has_recache;   /* R: win the recache below recache_ttl left */
-	bool ttl_last;	    /* ma: T came after N (the later one applies) */
-	bool drop_value;    /* md x: keep the item, empty its value */
-	char mode;	    /* M: ms E A P R S, ma I + D - (0: default) */
+	uint32_t ret;	  /* META_RET_* */
+	bool quiet;	  /* q: no nominal reply (HD, mg's EN) */
+	bool no_bump;	  /* u: a get that counts as no access */
+	bool invalidate;  /* I: md marks stale; ms with C may store stale */
+	bool key_binary;  /* b: the key was sent base64-encoded */
+	bool has_cas;	  /* C: compare r->cas */
+	bool has_new_cas; /* E: the written item's cas is new_cas */
+	bool has_ttl;	  /* T: set the item's exptime to ttl */
+	bool has_vivify;  /* N: create on a miss, with vivify_ttl */
+	bool has_recache; /* R: win the recache below recache_ttl left */
+	bool ttl_last;	  /* ma: T came after N (the later one applies) */
+	bool ttl_before_recache; /* mg: T came before R (R sees its TTL) */
+	bool drop_value;	 /* md x: keep the item, empty its value */
+	char mode;		 /* M: ms E A P R S, ma I + D - (0: default) */
 	uint64_t new_cas;
 	int64_t ttl, vivify_ttl, recache_ttl; /* protocol exptimes */
 };
@@ -154,15 +155,15 @@ struct request {
 	 * create is set, else answer NOT_FOUND. cas, when not 0, must match. */
 	bool create;
 	uint64_t initial;
-	int64_t delay;		/* flush_all */
-	uint32_t verbosity;	/* verbosity */
-	uint32_t memlimit;	/* cache_memlimit, MiB */
-	uint64_t cursor;	/* scan */
-	uint32_t count;		/* scan */
-	struct cache_key match; /* scan: a glob, {NULL, 0} for none */
-	struct cache_key arg;	/* stats: the group; auth: the password;
+	int64_t delay;		     /* flush_all */
+	uint32_t verbosity;	     /* verbosity */
+	uint32_t memlimit;	     /* cache_memlimit, MiB */
+	uint64_t cursor;	     /* scan */
+	uint32_t count;		     /* scan */
+	struct cache_key match;	     /* scan: a glob, {NULL, 0} for none */
+	struct cache_key arg;	     /* stats: the group; auth: the password;
 				   lru_crawler: the subcommand */
-	struct cache_key args;	/* stats, lru_crawler: what follows arg */
+	struct cache_key args;	     /* stats, lru_crawler: what follows arg */
 	const struct req_meta *meta; /* REQ_M*: the decoder's */
 	/* A decoder's refusal (DECODE_REJECT, DECODE_CLOSE): what to say. */
 	enum reply_status status;

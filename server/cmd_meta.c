@@ -1,0 +1,379 @@
+/*
+ * The executor's meta commands (request.h: REQ_MGET .. REQ_MNOOP): get,
+ * set, delete and arithmetic with memcached's meta options, whatever the
+ * protocol that sent them. Each fills a struct meta_result and hands it to
+ * the protocol's meta reply (protocol.h), which spells it and applies
+ * quiet mode. Counted in stats and latency as their classic equivalents.
+ *
+ * Stale-while-revalidate rests on two item bits (cache.h): ITEM_STALE,
+ * set on the copy an invalidation (md I, ms I) links, and ITEM_WON, which
+ * cache_item_win() sets atomically, so that exactly one fetcher of a stale
+ * or nearly expired item, or of one vivified on a miss, is told it won (W)
+ * and every later one that another has (Z).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cmd_meta.h"
+#include "conn.h"
+#include "protocol.h"
+#include "server.h"
+
+#define REPLY(c) (&(c)->proto->reply)
+
+/* Seconds left of a stored exptime (0: none, -1 answered). */
+static int64_t ttl_of(uint32_t exptime, int64_t now)
+{
+	return exptime ? (int64_t)exptime - now : -1;
+}
+
+/* A miss with N: an empty item, its recache already won by this caller.
+ * Returns the new item's cas, 0 when another got in first. */
+static uint64_t vivify(struct conn *c, const struct request *r)
+{
+	const struct cache_write w = {
+		.mode = CACHE_ADD,
+		.key = r->key,
+		.exptime = cache_abs_exptime(r->meta->vivify_ttl),
+		.value = "",
+		.marks = ITEM_WON,
+	};
+	uint64_t cas = 0;
+
+	if (cache_write(c->w->srv->cache, c->w->id, &w, &cas) != CACHE_STORED)
+		return 0;
+	return cas;
+}
+
+/* What a hit tells (mg), and the win: inside the read-side section. */
+static void mget_hit(struct conn *c, const struct request *r, struct item *it,
+		     bool created, struct meta_result *m)
+{
+	const struct req_meta *q = r->meta;
+	int64_t now = cache_now();
+	uint8_t usage = atomic_load_explicit(&it->usage, memory_order_relaxed);
+	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
+	uint32_t atime = atomic_load_explicit(&it->atime, memory_order_relaxed);
+	uint32_t exp_now = exp;
+
+	if (q->has_ttl) {
+		cache_item_set_exptime(c->w->srv->cache, it,
+				       cache_abs_exptime(q->ttl));
+		exp_now = atomic_load_explicit(&it->exptime,
+					       memory_order_relaxed);
+	}
+	*m = (struct meta_result){
+		.code = (q->ret & META_RET_VALUE) ? META_VA : META_HD,
+		.have_item = true,
+		.it = (q->ret & META_RET_VALUE) ? it : NULL,
+		.value_len = it->nbytes,
+		.cas = it->cas,
+		.flags = it->flags,
+		.ttl = ttl_of(exp_now, now),
+		.ttl_before = created ? -1 : ttl_of(exp, now),
+		.created = created,
+		.size = it->nbytes,
+		.last_access = now > atime ? (uint32_t)(now - atime) : 0,
+		.hit_before = usage & ITEM_FETCHED,
+		.key_binary = usage & ITEM_KEY_BINARY,
+		.stale = usage & ITEM_STALE,
+	};
+	if (created) {
+		m->won = true; /* vivify made it with ITEM_WON set */
+	} else if (usage & ITEM_WON) {
+		m->already_won = true;
+	} else {
+		uint32_t e = q->ttl_before_recache ? exp_now : exp;
+		bool due = q->has_recache && e != 0 &&
+			   (int64_t)e < cache_abs_exptime(q->recache_ttl);
+
+		if ((usage & ITEM_STALE) || due) {
+			m->won = cache_item_win(it);
+			m->already_won = !m->won;
+		}
+	}
+	if (!q->no_bump)
+		cache_item_visit(it);
+}
+
+void cmd_mget(struct conn *c, const struct request *r)
+{
+	struct cache *cache = c->w->srv->cache;
+	struct thread_stats *st = &c->w->stats;
+	struct meta_result m = { .code = META_EN };
+	uint64_t created_cas = 0;
+	bool expired = false;
+	struct item *it;
+
+	rhkv_rcu_read_lock();
+	it = cache_lookup(cache, r->key, &expired);
+	if (!it && r->meta->has_vivify) {
+		rhkv_rcu_read_unlock();
+		if (expired)
+			cache_reap(cache, r->key);
+		expired = false;
+		created_cas = vivify(c, r);
+		rhkv_rcu_read_lock();
+		it = cache_lookup(cache, r->key, NULL);
+	}
+	if (it)
+		mget_hit(c, r, it, created_cas && it->cas == created_cas, &m);
+	REPLY(c)->meta(c, r, &m);
+	rhkv_rcu_read_unlock();
+
+	if (watch_wants(&c->w->srv->watch, PROTO_WATCH_FETCHERS))
+		watch_fetch(c, r->key.p, r->key.n, m.have_item, m.size);
+	server_detail(c->w->srv, r->key, DETAIL_GET, m.have_item);
+	if (r->meta->has_ttl) {
+		STAT_INC(st, cmd_touch);
+		m.have_item ? STAT_INC(st, touch_hits)
+			    : STAT_INC(st, touch_misses);
+	} else {
+		STAT_INC(st, cmd_get);
+		m.have_item ? STAT_INC(st, get_hits) : STAT_INC(st, get_misses);
+	}
+	if (expired) {
+		if (cache_reap(cache, r->key))
+			STAT_INC(st, get_flushed);
+		else
+			STAT_INC(st, get_expired);
+	}
+}
+
+static enum cache_store_mode mset_mode(const struct req_meta *q)
+{
+	switch (q->mode) {
+	case 'E':
+		return CACHE_ADD;
+	case 'A':
+		return CACHE_APPEND;
+	case 'P':
+		return CACHE_PREPEND;
+	case 'R':
+		/* Replace with a cas is a cas: a missing item is NF. */
+		return q->has_cas ? CACHE_CAS : CACHE_REPLACE;
+	default:
+		return q->has_cas ? CACHE_CAS : CACHE_SET;
+	}
+}
+
+void cmd_mset(struct conn *c, const struct request *r)
+{
+	const struct req_meta *q = r->meta;
+	struct thread_stats *st = &c->w->stats;
+	enum cache_store_mode mode = mset_mode(q);
+	const struct cache_write w = {
+		.mode = mode,
+		.key = r->key,
+		.flags = r->flags,
+		.exptime = cache_abs_exptime(r->exptime),
+		.value = r->value,
+		.nbytes = r->nbytes,
+		/* add ignores a cas; append and prepend compare it */
+		.cas_in = q->has_cas && mode != CACHE_ADD ? r->cas : 0,
+		.cas_new = q->has_new_cas ? q->new_cas : 0,
+		.marks = q->key_binary ? ITEM_KEY_BINARY : 0,
+		.stale_if_older = q->invalidate && mode == CACHE_CAS,
+		.vivify = q->has_vivify,
+		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
+	};
+	struct meta_result m = { .code = META_NS };
+	uint64_t cas = 0;
+	enum cache_result res;
+
+	STAT_INC(st, cmd_set);
+	server_detail(c->w->srv, r->key, DETAIL_SET, false);
+	res = cache_write(c->w->srv->cache, c->w->id, &w, &cas);
+	switch (res) {
+	case CACHE_STORED:
+		STAT_INC(st, total_items);
+		if (mode == CACHE_CAS)
+			STAT_INC(st, cas_hits);
+		m.code = META_HD;
+		m.cas = cas;
+		break;
+	case CACHE_EXISTS:
+		if (mode == CACHE_CAS)
+			STAT_INC(st, cas_badval);
+		m.code = META_EX;
+		break;
+	case CACHE_NOT_FOUND:
+		STAT_INC(st, cas_misses);
+		m.code = META_NF;
+		break;
+	case CACHE_NO_MEMORY:
+		STAT_INC(st, store_no_memory);
+		REPLY(c)->status(c, r, REPLY_NO_MEMORY,
+				 "out of memory storing object");
+		return;
+	default:
+		break;
+	}
+	REPLY(c)->meta(c, r, &m);
+}
+
+void cmd_mdelete(struct conn *c, const struct request *r)
+{
+	const struct req_meta *q = r->meta;
+	struct cache *cache = c->w->srv->cache;
+	uint64_t cas_in = q->has_cas ? r->cas : 0;
+	struct meta_result m = { .code = META_NF };
+	enum cache_result res;
+
+	if (q->invalidate)
+		res = cache_invalidate(cache, c->w->id, r->key, cas_in,
+				       q->has_ttl, cache_abs_exptime(q->ttl),
+				       q->has_new_cas ? q->new_cas : 0, NULL);
+	else if (q->drop_value)
+		res = cache_empty_value(cache, c->w->id, r->key, cas_in, NULL);
+	else
+		res = cache_delete_cas(cache, r->key, cas_in);
+	server_detail(c->w->srv, r->key, DETAIL_DEL, false);
+	switch (res) {
+	case CACHE_STORED:
+		STAT_INC(&c->w->stats, delete_hits);
+		m.code = META_HD;
+		break;
+	case CACHE_EXISTS:
+		STAT_INC(&c->w->stats, delete_misses);
+		m.code = META_EX;
+		break;
+	case CACHE_NO_MEMORY:
+		REPLY(c)->status(c, r, REPLY_NO_MEMORY, "out of memory");
+		return;
+	default:
+		STAT_INC(&c->w->stats, delete_misses);
+		break;
+	}
+	REPLY(c)->meta(c, r, &m);
+}
+
+/* ma N on a miss: stores the initial value; false when another store got
+ * in first (the caller counts again). */
+static bool marith_create(struct conn *c, const struct request *r,
+			  struct cache_incr_out *out)
+{
+	const struct req_meta *q = r->meta;
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%" PRIu64, r->initial);
+	/* T and N both set the new item's TTL: the later one applies. */
+	int64_t ttl = q->has_ttl && q->ttl_last ? q->ttl : q->vivify_ttl;
+	const struct cache_write w = {
+		.mode = CACHE_ADD,
+		.key = r->key,
+		.exptime = cache_abs_exptime(ttl),
+		.value = num,
+		.nbytes = (uint32_t)n,
+	};
+	enum cache_result res;
+
+	res = cache_write(c->w->srv->cache, c->w->id, &w, &out->cas);
+	out->value = r->initial;
+	out->exptime_before = 0;
+	out->exptime = (uint32_t)(w.exptime > 0 ? w.exptime : 0);
+	return res != CACHE_NOT_STORED;
+}
+
+void cmd_marith(struct conn *c, const struct request *r)
+{
+	const struct req_meta *q = r->meta;
+	struct thread_stats *st = &c->w->stats;
+	bool incr = q->mode != 'D' && q->mode != '-';
+	struct cache_incr_out out = { 0 };
+	struct meta_result m = { .code = META_NF };
+	enum cache_result res = CACHE_NOT_FOUND;
+	bool created = false;
+	char digits[24];
+	int64_t now;
+
+	/* A create that loses a race with another store: count again. */
+	for (int tries = 0; tries < 2 && !created; tries++) {
+		res = cache_incr_meta(c->w->srv->cache, c->w->id, r->key, incr,
+				      r->delta, q->has_cas ? r->cas : 0,
+				      q->has_ttl, cache_abs_exptime(q->ttl),
+				      &out);
+		if (res != CACHE_NOT_FOUND || !q->has_vivify)
+			break;
+		created = marith_create(c, r, &out);
+		res = created ? CACHE_STORED : res;
+	}
+	switch (res) {
+	case CACHE_STORED:
+		if (created)
+			incr ? STAT_INC(st, incr_misses)
+			     : STAT_INC(st, decr_misses);
+		else
+			incr ? STAT_INC(st, incr_hits)
+			     : STAT_INC(st, decr_hits);
+		break;
+	case CACHE_NOT_FOUND:
+		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
+		REPLY(c)->meta(c, r, &m);
+		return;
+	case CACHE_EXISTS:
+		m.code = META_EX;
+		REPLY(c)->meta(c, r, &m);
+		return;
+	case CACHE_NON_NUMERIC:
+		REPLY(c)->status(c, r, REPLY_NON_NUMERIC, NULL);
+		return;
+	default:
+		REPLY(c)->status(c, r, REPLY_NO_MEMORY, "out of memory");
+		return;
+	}
+	now = cache_now();
+	m = (struct meta_result){
+		.code = (q->ret & META_RET_VALUE) ? META_VA : META_HD,
+		.have_item = true,
+		.value = digits,
+		.value_len = (uint32_t)snprintf(digits, sizeof(digits),
+						"%" PRIu64, out.value),
+		.cas = out.cas,
+		.ttl = ttl_of(out.exptime, now),
+		.ttl_before = created ? -1 : ttl_of(out.exptime_before, now),
+		.created = created,
+	};
+	REPLY(c)->meta(c, r, &m);
+}
+
+/* me: the item as memcached's debug line shows it; no access recorded. */
+void cmd_mdebug(struct conn *c, const struct request *r)
+{
+	struct meta_result m = { .code = META_EN };
+	int64_t now = cache_now();
+	struct item *it;
+
+	rhkv_rcu_read_lock();
+	it = cache_lookup(c->w->srv->cache, r->key, NULL);
+	if (it) {
+		uint8_t usage =
+			atomic_load_explicit(&it->usage, memory_order_relaxed);
+		uint32_t atime =
+			atomic_load_explicit(&it->atime, memory_order_relaxed);
+
+		m = (struct meta_result){
+			.code = META_ME,
+			.have_item = true,
+			.cas = it->cas,
+			.ttl = ttl_of(
+				atomic_load_explicit(&it->exptime,
+						     memory_order_relaxed),
+				now),
+			.size = (uint32_t)(ITEM_HEADER_BYTES + it->nkey +
+					   it->nbytes + 2),
+			.last_access =
+				now > atime ? (uint32_t)(now - atime) : 0,
+			.hit_before = usage & ITEM_FETCHED,
+			.key_binary = usage & ITEM_KEY_BINARY,
+		};
+	}
+	REPLY(c)->meta(c, r, &m);
+	rhkv_rcu_read_unlock();
+}
+
+void cmd_mnoop(struct conn *c, const struct request *r)
+{
+	const struct meta_result m = { .code = META_HD };
+
+	REPLY(c)->meta(c, r, &m);
+}
