@@ -204,6 +204,8 @@ struct rhkv_mset_opts {
 	/* 1, with cas: a cas lower than the item's is accepted and the item
 	 * is stored stale (a late writer must not win over a newer one). */
 	int invalidate;
+	int64_t vivify_ttl; /* > 0, modes 'A' and 'P': a missing item is
+			       created from val, with this exptime */
 };
 
 /* Stores key = val. 0 (cas_out, may be NULL, takes the new cas), or

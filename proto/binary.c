@@ -390,7 +390,7 @@ static const struct meta_opt {
 	{ "v", PROTO_META_VALUE, OT_BOOL, MG | MA, "v: not a boolean" },
 	{ "ttl", PROTO_META_TTL, OT_INT, MG | MS | MD | MA,
 	  "ttl: not an integer" },
-	{ "vivify", PROTO_META_VIVIFY, OT_INT, MG | MA,
+	{ "vivify", PROTO_META_VIVIFY, OT_INT, MG | MS | MA,
 	  "vivify: not an integer" },
 	{ "recache", PROTO_META_RECACHE, OT_INT, MG,
 	  "recache: not an integer" },

@@ -2036,7 +2036,7 @@ Test(binary, meta_malformed_options)
 		{ PROTO_OP_META_GET, "mode", v_mode_s },
 		{ PROTO_OP_META_SET, "v", v_true },
 		{ PROTO_OP_META_SET, "recache", v_one },
-		{ PROTO_OP_META_SET, "vivify", v_one },
+		{ PROTO_OP_META_DELETE, "vivify", v_one },
 		{ PROTO_OP_META_SET, "delta", v_one },
 		{ PROTO_OP_META_DELETE, "v", v_true },
 		{ PROTO_OP_META_DELETE, "mode", v_mode_s },
