@@ -133,6 +133,8 @@ int rhkv_meta_set(rhkv *c, const void *key, size_t klen, const void *val,
 		o = &none;
 	if (o->mode && !strchr("SEAPR", o->mode))
 		return rhkv__fail(c, RHKV_EINVAL, "mode: not one of S E A P R");
+	if (o->vivify_ttl < 0)
+		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
 	if (!proto_bin_key_ok(key, klen))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
 	if (o->mode) {
@@ -157,6 +159,10 @@ int rhkv_meta_set(rhkv *c, const void *key, size_t klen, const void *val,
 	}
 	if (o->invalidate)
 		opts.opts |= PROTO_META_INVALIDATE;
+	if (o->vivify_ttl) {
+		opts.opts |= PROTO_META_VIVIFY;
+		opts.vivify_ttl = o->vivify_ttl;
+	}
 	rc = rhkv__check_size(c, vlen);
 	if (rc == 0)
 		rc = meta_call(c, &r, &m);
