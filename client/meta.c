@@ -241,10 +241,6 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
 		opts.opts |= PROTO_META_TTL;
 		opts.ttl = o->touch_ttl;
 	}
-	if (o->new_cas) {
-		opts.opts |= PROTO_META_NEW_CAS;
-		opts.new_cas = o->new_cas;
-	}
 	rc = meta_call(c, &r, &m);
 	if (rc == 0 && !(m.mr.fields & PROTO_MR_NUMBER))
 		return rhkv__drop(c, RHKV_EPROTO,

@@ -1898,14 +1898,13 @@ Test(binary, meta_delete_and_arith_options)
 	m = (struct proto_bin_meta){
 		.opts = PROTO_META_VALUE | PROTO_META_MODE | PROTO_META_DELTA |
 			PROTO_META_INITIAL | PROTO_META_VIVIFY |
-			PROTO_META_TTL | PROTO_META_CAS | PROTO_META_NEW_CAS,
+			PROTO_META_TTL | PROTO_META_CAS,
 		.mode = 'D',
 		.delta = UINT64_MAX,
 		.initial = 42,
 		.vivify_ttl = 60,
 		.ttl = 0,
 		.cas = 9,
-		.new_cas = 10,
 	};
 	meta_req(PROTO_OP_META_ARITH, 2, "n", &m, true);
 	expect_ok(&r);
@@ -1917,7 +1916,6 @@ Test(binary, meta_delete_and_arith_options)
 	cr_assert_eq(r.meta.vivify_ttl, 60);
 	cr_assert_eq(r.meta.ttl, 0);
 	cr_assert_eq(r.meta.cas, 9);
-	cr_assert_eq(r.meta.new_cas, 10);
 
 	for (size_t i = 0; modes[i]; i++) {
 		m = (struct proto_bin_meta){ .opts = PROTO_META_MODE,
@@ -2044,6 +2042,7 @@ Test(binary, meta_malformed_options)
 		{ PROTO_OP_META_ARITH, "invalidate", v_true },
 		{ PROTO_OP_META_ARITH, "recache", v_one },
 		{ PROTO_OP_META_ARITH, "nobump", v_true },
+		{ PROTO_OP_META_ARITH, "newcas", v_one },
 		/* wrong types */
 		{ PROTO_OP_META_GET, "v", v_one },
 		{ PROTO_OP_META_GET, "v", v_nil },
