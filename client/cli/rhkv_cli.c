@@ -402,6 +402,241 @@ out:
 	return rc;
 }
 
+/* ---- meta commands: options as NAME=VALUE words, or bare NAME ---- */
+
+/* Whether w is the option name: 1 with *val after '=' (NULL for a bare
+ * word), else 0. */
+static int opt_is(const struct cli_word *w, const char *name, const char **val)
+{
+	size_t n = strlen(name);
+
+	if (w->len < n || memcmp(w->p, name, n) != 0)
+		return 0;
+	if (w->len == n) {
+		*val = NULL;
+		return 1;
+	}
+	if (w->p[n] != '=')
+		return 0;
+	*val = w->p + n + 1;
+	return 1;
+}
+
+/* An option's number (u64 when max is not 0, else i64); -1 when it is
+ * missing or not a number. */
+static int opt_num(const char *val, uint64_t max, uint64_t *u, int64_t *i)
+{
+	struct cli_word w;
+
+	if (!val)
+		return -1;
+	w.p = (char *)val;
+	w.len = strlen(val);
+	return max ? parse_u64(&w, max, u) : parse_i64(&w, i);
+}
+
+/* An option word the command does not take, or a bad value. */
+static int bad_opt(const struct cmd *d, const struct cli_word *w)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "bad option '%.80s'", w->p);
+	return usage_err(d, why);
+}
+
+/* The line after a meta get's value: what the server knows. */
+static void put_meta(struct cli *cl, const struct rhkv_meta *m, int hit)
+{
+	const char *sep = cl->raw ? " " : ", ";
+
+	if (hit) {
+		printf(cl->raw ? "flags=%" PRIu32 " cas=%" PRIu64
+				 " ttl=%" PRId64 " size=%" PRIu32 " la=%" PRIu32
+				 " hit=%d"
+			       : "(flags %" PRIu32 ", cas %" PRIu64
+				 ", ttl %" PRId64 ", size %" PRIu32
+				 ", la %" PRIu32 ", hit %d",
+		       m->value.flags, m->value.cas, m->ttl, m->size,
+		       m->last_access, m->hit_before);
+	} else {
+		printf(cl->raw ? "miss" : "(miss");
+	}
+	if (m->won)
+		printf("%swon", sep);
+	if (m->stale)
+		printf("%sstale", sep);
+	if (m->won_by_other)
+		printf("%swonby", sep);
+	puts(cl->raw ? "" : ")");
+}
+
+static int do_mg(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_mget_opts o = { 0 };
+	struct rhkv_meta m;
+	uint64_t u;
+	int err;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int bad = 0;
+
+		if (opt_is(&argv[i], "v", &v) && !v) {
+			o.want_value = 1;
+		} else if (opt_is(&argv[i], "nobump", &v) && !v) {
+			o.no_bump = 1;
+		} else if (opt_is(&argv[i], "ttl", &v)) {
+			o.touch = 1;
+			bad = opt_num(v, 0, &u, &o.touch_ttl);
+		} else if (opt_is(&argv[i], "vivify", &v)) {
+			bad = opt_num(v, 0, &u, &o.vivify_ttl);
+		} else if (opt_is(&argv[i], "recache", &v)) {
+			bad = opt_num(v, 0, &u, &o.recache_ttl);
+		} else {
+			bad = 1;
+		}
+		if (bad)
+			return bad_opt(d, &argv[i]);
+	}
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_get(cl->c, argv[0].p, argv[0].len, &o, &m);
+	if (err && err != RHKV_ENOTFOUND)
+		return fail(cl, err);
+	if (m.value.data) {
+		if (cl->raw) {
+			put_value(cl, m.value.data, m.value.len);
+		} else {
+			cli_quote(stdout, m.value.data, m.value.len);
+			putchar(' ');
+		}
+	} else if (err) {
+		put_nil(cl);
+	}
+	if (!err || m.won || m.stale || m.won_by_other)
+		put_meta(cl, &m, !err);
+	rhkv_value_free(&m.value);
+	return 0;
+}
+
+static int do_ms(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_mset_opts o = { 0 };
+	uint64_t u = 0, cas_out = 0;
+	int err;
+
+	for (int i = 2; i < argc; i++) {
+		const char *v;
+		int bad = 0;
+
+		if (opt_is(&argv[i], "invalidate", &v) && !v) {
+			o.invalidate = 1;
+		} else if (opt_is(&argv[i], "mode", &v)) {
+			bad = !v || strlen(v) != 1 || !strchr("SEAPR", v[0]);
+			o.mode = bad ? 0 : v[0];
+		} else if (opt_is(&argv[i], "flags", &v)) {
+			bad = opt_num(v, UINT32_MAX, &u, NULL);
+			o.flags = (uint32_t)u;
+		} else if (opt_is(&argv[i], "ttl", &v)) {
+			bad = opt_num(v, 0, &u, &o.ttl);
+		} else if (opt_is(&argv[i], "vivify", &v)) {
+			bad = opt_num(v, 0, &u, &o.vivify_ttl);
+		} else if (opt_is(&argv[i], "cas", &v)) {
+			bad = opt_num(v, UINT64_MAX, &o.cas, NULL);
+		} else if (opt_is(&argv[i], "newcas", &v)) {
+			bad = opt_num(v, UINT64_MAX, &o.new_cas, NULL);
+		} else {
+			bad = 1;
+		}
+		if (bad)
+			return bad_opt(d, &argv[i]);
+	}
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_set(cl->c, argv[0].p, argv[0].len, argv[1].p,
+			    argv[1].len, &o, &cas_out);
+	if (err)
+		return fail(cl, err);
+	put_cas(cl, "STORED", cas_out);
+	return 0;
+}
+
+static int do_md(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_mdelete_opts o = { 0 };
+	uint64_t u;
+	int err;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int bad = 0;
+
+		if (opt_is(&argv[i], "invalidate", &v) && !v)
+			o.invalidate = 1;
+		else if (opt_is(&argv[i], "ttl", &v))
+			bad = opt_num(v, 0, &u, &o.ttl);
+		else if (opt_is(&argv[i], "cas", &v))
+			bad = opt_num(v, UINT64_MAX, &o.cas, NULL);
+		else if (opt_is(&argv[i], "newcas", &v))
+			bad = opt_num(v, UINT64_MAX, &o.new_cas, NULL);
+		else
+			bad = 1;
+		if (bad)
+			return bad_opt(d, &argv[i]);
+	}
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_delete(cl->c, argv[0].p, argv[0].len, &o);
+	if (err)
+		return fail(cl, err);
+	put_ok();
+	return 0;
+}
+
+static int do_ma(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_marith_opts o = { 0 };
+	uint64_t delta = 1, val = 0, u;
+	int err;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int bad = 0;
+
+		if (opt_is(&argv[i], "mode", &v)) {
+			bad = !v || strlen(v) != 1 || !strchr("ID+-", v[0]);
+			o.decr = !bad && (v[0] == 'D' || v[0] == '-');
+		} else if (opt_is(&argv[i], "delta", &v)) {
+			bad = opt_num(v, UINT64_MAX, &delta, NULL);
+		} else if (opt_is(&argv[i], "initial", &v)) {
+			bad = opt_num(v, UINT64_MAX, &o.initial, NULL);
+		} else if (opt_is(&argv[i], "vivify", &v)) {
+			bad = opt_num(v, 0, &u, &o.vivify_ttl);
+		} else if (opt_is(&argv[i], "ttl", &v)) {
+			o.touch = 1;
+			bad = opt_num(v, 0, &u, &o.touch_ttl);
+		} else if (opt_is(&argv[i], "cas", &v)) {
+			bad = opt_num(v, UINT64_MAX, &o.cas, NULL);
+		} else {
+			bad = 1;
+		}
+		if (bad)
+			return bad_opt(d, &argv[i]);
+	}
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_arith(cl->c, argv[0].p, argv[0].len, delta, &o, &val,
+			      NULL);
+	if (err)
+		return fail(cl, err);
+	printf(cl->raw ? "%" PRIu64 "\n" : "(integer) %" PRIu64 "\n", val);
+	return 0;
+}
+
 static int do_flush(struct cli *cl, const struct cmd *d, int argc,
 		    struct cli_word *argv)
 {
@@ -534,6 +769,15 @@ static const struct cmd cmds[] = {
 	{ "touch", 2, 2, "KEY EXPTIME", "set the expiry", do_touch },
 	{ "mget", 1, -1, "KEY...", "several values in one round trip",
 	  do_mget },
+	{ "mg", 1, 6, "KEY [v] [nobump] [ttl=T] [vivify=T] [recache=T]",
+	  "meta get: what the server knows (v: and the value)", do_mg },
+	{ "ms", 2, 9, "KEY VALUE [mode=M] [NAME=N]... [invalidate]",
+	  "meta set; M: S E A P R; NAME: flags ttl cas newcas vivify", do_ms },
+	{ "md", 1, 5, "KEY [invalidate] [cas=C] [ttl=T] [newcas=C]",
+	  "meta delete (invalidate: keep it, stale)", do_md },
+	{ "ma", 1, 7, "KEY [mode=M] [NAME=N]...",
+	  "meta arithmetic; M: I D + -; NAME: delta initial vivify ttl cas",
+	  do_ma },
 	{ "flush_all", 0, 1, "[DELAY]", "invalidate every item", do_flush },
 	{ "scan", 0, 2, "[--pattern GLOB]", "every key (matching GLOB)",
 	  do_scan },
