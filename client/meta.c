@@ -63,6 +63,31 @@ static int on_meta(rhkv *c, void *ctx, size_t i, uint32_t status,
 	return 0;
 }
 
+/* Sets option bit of m to v when given. */
+static void opt_u64(struct proto_bin_meta *m, uint32_t bit, uint64_t *f,
+		    uint64_t v, bool given)
+{
+	if (given) {
+		m->opts |= bit;
+		*f = v;
+	}
+}
+
+static void opt_i64(struct proto_bin_meta *m, uint32_t bit, int64_t *f,
+		    int64_t v, bool given)
+{
+	if (given) {
+		m->opts |= bit;
+		*f = v;
+	}
+}
+
+static void opt_flag(struct proto_bin_meta *m, uint32_t bit, bool given)
+{
+	if (given)
+		m->opts |= bit;
+}
+
 /* One meta op on key: the call's result (rhkv_* code). */
 static int meta_call(rhkv *c, struct rhkv__req *r, struct meta_call *m)
 {
@@ -92,22 +117,13 @@ int rhkv_meta_get(rhkv *c, const void *key, size_t klen,
 	if (o->vivify_ttl < 0 || o->recache_ttl < 0)
 		return rhkv__fail(c, RHKV_EINVAL,
 				  "vivify_ttl, recache_ttl: not below 0");
-	if (o->want_value)
-		opts.opts |= PROTO_META_VALUE;
-	if (o->no_bump)
-		opts.opts |= PROTO_META_NOBUMP;
-	if (o->touch) {
-		opts.opts |= PROTO_META_TTL;
-		opts.ttl = o->touch_ttl;
-	}
-	if (o->vivify_ttl) {
-		opts.opts |= PROTO_META_VIVIFY;
-		opts.vivify_ttl = o->vivify_ttl;
-	}
-	if (o->recache_ttl) {
-		opts.opts |= PROTO_META_RECACHE;
-		opts.recache_ttl = o->recache_ttl;
-	}
+	opt_flag(&opts, PROTO_META_VALUE, o->want_value);
+	opt_flag(&opts, PROTO_META_NOBUMP, o->no_bump);
+	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->touch_ttl, o->touch);
+	opt_i64(&opts, PROTO_META_VIVIFY, &opts.vivify_ttl, o->vivify_ttl,
+		o->vivify_ttl);
+	opt_i64(&opts, PROTO_META_RECACHE, &opts.recache_ttl, o->recache_ttl,
+		o->recache_ttl);
 	r.meta = &opts;
 	return meta_call(c, &r, &m);
 }
@@ -137,32 +153,17 @@ int rhkv_meta_set(rhkv *c, const void *key, size_t klen, const void *val,
 		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
 	if (!proto_bin_key_ok(key, klen))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
-	if (o->mode) {
-		opts.opts |= PROTO_META_MODE;
-		opts.mode = o->mode;
-	}
-	if (o->flags) {
-		opts.opts |= PROTO_META_FLAGS;
-		opts.flags = o->flags;
-	}
-	if (o->ttl) {
-		opts.opts |= PROTO_META_TTL;
-		opts.ttl = o->ttl;
-	}
-	if (o->cas) {
-		opts.opts |= PROTO_META_CAS;
-		opts.cas = o->cas;
-	}
-	if (o->new_cas) {
-		opts.opts |= PROTO_META_NEW_CAS;
-		opts.new_cas = o->new_cas;
-	}
-	if (o->invalidate)
-		opts.opts |= PROTO_META_INVALIDATE;
-	if (o->vivify_ttl) {
-		opts.opts |= PROTO_META_VIVIFY;
-		opts.vivify_ttl = o->vivify_ttl;
-	}
+	opts.mode = o->mode;
+	opt_flag(&opts, PROTO_META_MODE, o->mode);
+	opts.flags = o->flags;
+	opt_flag(&opts, PROTO_META_FLAGS, o->flags);
+	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->ttl, o->ttl);
+	opt_u64(&opts, PROTO_META_CAS, &opts.cas, o->cas, o->cas);
+	opt_u64(&opts, PROTO_META_NEW_CAS, &opts.new_cas, o->new_cas,
+		o->new_cas);
+	opt_flag(&opts, PROTO_META_INVALIDATE, o->invalidate);
+	opt_i64(&opts, PROTO_META_VIVIFY, &opts.vivify_ttl, o->vivify_ttl,
+		o->vivify_ttl);
 	rc = rhkv__check_size(c, vlen);
 	if (rc == 0)
 		rc = meta_call(c, &r, &m);
@@ -186,20 +187,11 @@ int rhkv_meta_delete(rhkv *c, const void *key, size_t klen,
 		return RHKV_EINVAL;
 	if (!o)
 		o = &none;
-	if (o->invalidate)
-		opts.opts |= PROTO_META_INVALIDATE;
-	if (o->cas) {
-		opts.opts |= PROTO_META_CAS;
-		opts.cas = o->cas;
-	}
-	if (o->ttl) {
-		opts.opts |= PROTO_META_TTL;
-		opts.ttl = o->ttl;
-	}
-	if (o->new_cas) {
-		opts.opts |= PROTO_META_NEW_CAS;
-		opts.new_cas = o->new_cas;
-	}
+	opt_flag(&opts, PROTO_META_INVALIDATE, o->invalidate);
+	opt_u64(&opts, PROTO_META_CAS, &opts.cas, o->cas, o->cas);
+	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->ttl, o->ttl);
+	opt_u64(&opts, PROTO_META_NEW_CAS, &opts.new_cas, o->new_cas,
+		o->new_cas);
 	return meta_call(c, &r, &m);
 }
 
@@ -224,23 +216,14 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
 		o = &none;
 	if (o->vivify_ttl < 0)
 		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
-	if (o->decr) {
-		opts.opts |= PROTO_META_MODE;
-		opts.mode = 'D';
-	}
-	if (o->cas) {
-		opts.opts |= PROTO_META_CAS;
-		opts.cas = o->cas;
-	}
-	if (o->vivify_ttl) {
-		opts.opts |= PROTO_META_VIVIFY | PROTO_META_INITIAL;
-		opts.vivify_ttl = o->vivify_ttl;
-		opts.initial = o->initial;
-	}
-	if (o->touch) {
-		opts.opts |= PROTO_META_TTL;
-		opts.ttl = o->touch_ttl;
-	}
+	opts.mode = o->decr ? 'D' : 0;
+	opt_flag(&opts, PROTO_META_MODE, o->decr);
+	opt_u64(&opts, PROTO_META_CAS, &opts.cas, o->cas, o->cas);
+	opt_i64(&opts, PROTO_META_VIVIFY, &opts.vivify_ttl, o->vivify_ttl,
+		o->vivify_ttl);
+	opt_u64(&opts, PROTO_META_INITIAL, &opts.initial, o->initial,
+		o->vivify_ttl);
+	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->touch_ttl, o->touch);
 	rc = meta_call(c, &r, &m);
 	if (rc == 0 && !(m.mr.fields & PROTO_MR_NUMBER))
 		return rhkv__drop(c, RHKV_EPROTO,

@@ -404,36 +404,16 @@ out:
 
 /* ---- meta commands: options as NAME=VALUE words, or bare NAME ---- */
 
-/* Whether w is the option name: 1 with *val after '=' (NULL for a bare
- * word), else 0. */
-static int opt_is(const struct cli_word *w, const char *name, const char **val)
-{
-	size_t n = strlen(name);
-
-	if (w->len < n || memcmp(w->p, name, n) != 0)
-		return 0;
-	if (w->len == n) {
-		*val = NULL;
-		return 1;
-	}
-	if (w->p[n] != '=')
-		return 0;
-	*val = w->p + n + 1;
-	return 1;
-}
-
-/* An option's number (u64 when max is not 0, else i64); -1 when it is
- * missing or not a number. */
-static int opt_num(const char *val, uint64_t max, uint64_t *u, int64_t *i)
-{
-	struct cli_word w;
-
-	if (!val)
-		return -1;
-	w.p = (char *)val;
-	w.len = strlen(val);
-	return max ? parse_u64(&w, max, u) : parse_i64(&w, i);
-}
+/* One option of a meta command, and where its value goes. */
+struct mopt {
+	const char *name;
+	int *set;    /* set to 1 when given (alone: a bare word) */
+	uint64_t *u; /* NAME=unsigned, up to max */
+	uint64_t max;
+	int64_t *i; /* NAME=integer */
+	char *ch;   /* NAME=one of letters */
+	const char *letters;
+};
 
 /* An option word the command does not take, or a bad value. */
 static int bad_opt(const struct cmd *d, const struct cli_word *w)
@@ -442,6 +422,52 @@ static int bad_opt(const struct cmd *d, const struct cli_word *w)
 
 	snprintf(why, sizeof(why), "bad option '%.80s'", w->p);
 	return usage_err(d, why);
+}
+
+/* One word against the option o: 1 (taken), 0 (not o), -1 (o's value is
+ * bad). */
+static int take_opt(const struct mopt *o, const struct cli_word *w)
+{
+	size_t n = strlen(o->name);
+	int takes_value = o->u || o->i || o->ch;
+	struct cli_word v;
+
+	if (w->len < n || memcmp(w->p, o->name, n) != 0)
+		return 0;
+	if (w->len > n && w->p[n] != '=')
+		return 0; /* another option that starts alike */
+	if ((w->len == n) == takes_value)
+		return -1; /* a value missing, or one too many */
+	if (takes_value) {
+		v.p = w->p + n + 1;
+		v.len = w->len - n - 1;
+		if ((o->u && parse_u64(&v, o->max, o->u)) ||
+		    (o->i && parse_i64(&v, o->i)) ||
+		    (o->ch &&
+		     (v.len != 1 || !v.p[0] || !strchr(o->letters, v.p[0]))))
+			return -1;
+		if (o->ch)
+			*o->ch = v.p[0];
+	}
+	if (o->set)
+		*o->set = 1;
+	return 1;
+}
+
+/* Every word of argv[0..argc) through the options (ending with a NULL
+ * name): 0, or EX_USAGE_ after saying which word is bad. */
+static int parse_opts(const struct cmd *d, int argc, struct cli_word *argv,
+		      const struct mopt *opts)
+{
+	for (int i = 0; i < argc; i++) {
+		int r = 0;
+
+		for (const struct mopt *o = opts; o->name && !r; o++)
+			r = take_opt(o, &argv[i]);
+		if (r != 1)
+			return bad_opt(d, &argv[i]);
+	}
+	return 0;
 }
 
 /* The line after a meta get's value: what the server knows. */
@@ -474,31 +500,19 @@ static int do_mg(struct cli *cl, const struct cmd *d, int argc,
 		 struct cli_word *argv)
 {
 	struct rhkv_mget_opts o = { 0 };
+	const struct mopt opts[] = {
+		{ .name = "v", .set = &o.want_value },
+		{ .name = "nobump", .set = &o.no_bump },
+		{ .name = "ttl", .set = &o.touch, .i = &o.touch_ttl },
+		{ .name = "vivify", .i = &o.vivify_ttl },
+		{ .name = "recache", .i = &o.recache_ttl },
+		{ 0 },
+	};
 	struct rhkv_meta m;
-	uint64_t u;
 	int err;
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int bad = 0;
-
-		if (opt_is(&argv[i], "v", &v) && !v) {
-			o.want_value = 1;
-		} else if (opt_is(&argv[i], "nobump", &v) && !v) {
-			o.no_bump = 1;
-		} else if (opt_is(&argv[i], "ttl", &v)) {
-			o.touch = 1;
-			bad = opt_num(v, 0, &u, &o.touch_ttl);
-		} else if (opt_is(&argv[i], "vivify", &v)) {
-			bad = opt_num(v, 0, &u, &o.vivify_ttl);
-		} else if (opt_is(&argv[i], "recache", &v)) {
-			bad = opt_num(v, 0, &u, &o.recache_ttl);
-		} else {
-			bad = 1;
-		}
-		if (bad)
-			return bad_opt(d, &argv[i]);
-	}
+	if (parse_opts(d, argc - 1, argv + 1, opts))
+		return EX_USAGE_;
 	if (ensure_conn(cl))
 		return EX_FAIL;
 	err = rhkv_meta_get(cl->c, argv[0].p, argv[0].len, &o, &m);
@@ -524,35 +538,22 @@ static int do_ms(struct cli *cl, const struct cmd *d, int argc,
 		 struct cli_word *argv)
 {
 	struct rhkv_mset_opts o = { 0 };
-	uint64_t u = 0, cas_out = 0;
+	uint64_t flags = 0, cas_out = 0;
+	const struct mopt opts[] = {
+		{ .name = "mode", .ch = &o.mode, .letters = "SEAPR" },
+		{ .name = "flags", .u = &flags, .max = UINT32_MAX },
+		{ .name = "ttl", .i = &o.ttl },
+		{ .name = "vivify", .i = &o.vivify_ttl },
+		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ .name = "newcas", .u = &o.new_cas, .max = UINT64_MAX },
+		{ .name = "invalidate", .set = &o.invalidate },
+		{ 0 },
+	};
 	int err;
 
-	for (int i = 2; i < argc; i++) {
-		const char *v;
-		int bad = 0;
-
-		if (opt_is(&argv[i], "invalidate", &v) && !v) {
-			o.invalidate = 1;
-		} else if (opt_is(&argv[i], "mode", &v)) {
-			bad = !v || strlen(v) != 1 || !strchr("SEAPR", v[0]);
-			o.mode = bad ? 0 : v[0];
-		} else if (opt_is(&argv[i], "flags", &v)) {
-			bad = opt_num(v, UINT32_MAX, &u, NULL);
-			o.flags = (uint32_t)u;
-		} else if (opt_is(&argv[i], "ttl", &v)) {
-			bad = opt_num(v, 0, &u, &o.ttl);
-		} else if (opt_is(&argv[i], "vivify", &v)) {
-			bad = opt_num(v, 0, &u, &o.vivify_ttl);
-		} else if (opt_is(&argv[i], "cas", &v)) {
-			bad = opt_num(v, UINT64_MAX, &o.cas, NULL);
-		} else if (opt_is(&argv[i], "newcas", &v)) {
-			bad = opt_num(v, UINT64_MAX, &o.new_cas, NULL);
-		} else {
-			bad = 1;
-		}
-		if (bad)
-			return bad_opt(d, &argv[i]);
-	}
+	if (parse_opts(d, argc - 2, argv + 2, opts))
+		return EX_USAGE_;
+	o.flags = (uint32_t)flags;
 	if (ensure_conn(cl))
 		return EX_FAIL;
 	err = rhkv_meta_set(cl->c, argv[0].p, argv[0].len, argv[1].p,
@@ -567,26 +568,17 @@ static int do_md(struct cli *cl, const struct cmd *d, int argc,
 		 struct cli_word *argv)
 {
 	struct rhkv_mdelete_opts o = { 0 };
-	uint64_t u;
+	const struct mopt opts[] = {
+		{ .name = "invalidate", .set = &o.invalidate },
+		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ .name = "ttl", .i = &o.ttl },
+		{ .name = "newcas", .u = &o.new_cas, .max = UINT64_MAX },
+		{ 0 },
+	};
 	int err;
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int bad = 0;
-
-		if (opt_is(&argv[i], "invalidate", &v) && !v)
-			o.invalidate = 1;
-		else if (opt_is(&argv[i], "ttl", &v))
-			bad = opt_num(v, 0, &u, &o.ttl);
-		else if (opt_is(&argv[i], "cas", &v))
-			bad = opt_num(v, UINT64_MAX, &o.cas, NULL);
-		else if (opt_is(&argv[i], "newcas", &v))
-			bad = opt_num(v, UINT64_MAX, &o.new_cas, NULL);
-		else
-			bad = 1;
-		if (bad)
-			return bad_opt(d, &argv[i]);
-	}
+	if (parse_opts(d, argc - 1, argv + 1, opts))
+		return EX_USAGE_;
 	if (ensure_conn(cl))
 		return EX_FAIL;
 	err = rhkv_meta_delete(cl->c, argv[0].p, argv[0].len, &o);
@@ -600,33 +592,22 @@ static int do_ma(struct cli *cl, const struct cmd *d, int argc,
 		 struct cli_word *argv)
 {
 	struct rhkv_marith_opts o = { 0 };
-	uint64_t delta = 1, val = 0, u;
+	uint64_t delta = 1, val = 0;
+	char mode = 'I';
+	const struct mopt opts[] = {
+		{ .name = "mode", .ch = &mode, .letters = "ID+-" },
+		{ .name = "delta", .u = &delta, .max = UINT64_MAX },
+		{ .name = "initial", .u = &o.initial, .max = UINT64_MAX },
+		{ .name = "vivify", .i = &o.vivify_ttl },
+		{ .name = "ttl", .set = &o.touch, .i = &o.touch_ttl },
+		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ 0 },
+	};
 	int err;
 
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		int bad = 0;
-
-		if (opt_is(&argv[i], "mode", &v)) {
-			bad = !v || strlen(v) != 1 || !strchr("ID+-", v[0]);
-			o.decr = !bad && (v[0] == 'D' || v[0] == '-');
-		} else if (opt_is(&argv[i], "delta", &v)) {
-			bad = opt_num(v, UINT64_MAX, &delta, NULL);
-		} else if (opt_is(&argv[i], "initial", &v)) {
-			bad = opt_num(v, UINT64_MAX, &o.initial, NULL);
-		} else if (opt_is(&argv[i], "vivify", &v)) {
-			bad = opt_num(v, 0, &u, &o.vivify_ttl);
-		} else if (opt_is(&argv[i], "ttl", &v)) {
-			o.touch = 1;
-			bad = opt_num(v, 0, &u, &o.touch_ttl);
-		} else if (opt_is(&argv[i], "cas", &v)) {
-			bad = opt_num(v, UINT64_MAX, &o.cas, NULL);
-		} else {
-			bad = 1;
-		}
-		if (bad)
-			return bad_opt(d, &argv[i]);
-	}
+	if (parse_opts(d, argc - 1, argv + 1, opts))
+		return EX_USAGE_;
+	o.decr = mode == 'D' || mode == '-';
 	if (ensure_conn(cl))
 		return EX_FAIL;
 	err = rhkv_meta_arith(cl->c, argv[0].p, argv[0].len, delta, &o, &val,
