@@ -1,7 +1,8 @@
-/* rhkv-bench: a libevent load generator for memcached text-protocol
- * servers (rhkvd, memcached). main parses the options, resolves the server,
- * starts the workers, prints a progress line per second on stderr, and the
- * summary (stdout, --json) at the end. Exit 64 on bad arguments. */
+/* rhkv-bench: a libevent load generator for memcached-protocol servers
+ * (rhkvd, memcached: text or meta commands) and rhkvd's binary protocol.
+ * main parses the options, resolves the server, starts the workers, prints
+ * a progress line per second on stderr, and the summary (stdout, --json)
+ * at the end. Exit 64 on bad arguments. */
 #include "bench.h"
 
 #include <errno.h>

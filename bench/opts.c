@@ -17,8 +17,9 @@ const char bench_usage[] =
 	"  --conns N           connections per thread (10)\n"
 	"  --pipeline N        requests in flight per connection, closed\n"
 	"                      loop (1)\n"
-	"  --protocol P        text (memcached's) or binary (rhkvd's msgpack\n"
-	"                      frames) (text)\n"
+	"  --protocol P        text (memcached's), meta (memcached's meta\n"
+	"                      commands, mg and ms) or binary (rhkvd's\n"
+	"                      msgpack frames) (text)\n"
 	"  --rate N            open loop: N requests/s in all, latency from\n"
 	"                      the scheduled time (default: closed loop)\n"
 	"  --keys N            key space (100000)\n"
@@ -197,9 +198,14 @@ static int parse_one(struct bench_opts *o, int c, const char *a)
 	case O_PIPELINE:
 		return parse_uint(a, 1, 4096, &o->pipeline);
 	case O_PROTOCOL:
-		if (strcmp(a, "text") && strcmp(a, "binary"))
+		if (strcmp(a, "text") == 0)
+			o->protocol = BENCH_PROTO_TEXT;
+		else if (strcmp(a, "binary") == 0)
+			o->protocol = BENCH_PROTO_BINARY;
+		else if (strcmp(a, "meta") == 0)
+			o->protocol = BENCH_PROTO_META;
+		else
 			return -EINVAL;
-		o->binary = strcmp(a, "binary") == 0;
 		return 0;
 	case O_RATE:
 		return parse_u64(a, 1, 100000000, &o->rate, NULL);

@@ -7,14 +7,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The wire protocol of --protocol. */
+enum bench_protocol {
+	BENCH_PROTO_TEXT,   /* memcached's text commands: get, set */
+	BENCH_PROTO_BINARY, /* rhkvd's msgpack frames */
+	BENCH_PROTO_META,   /* memcached's meta commands: mg, ms */
+};
+
 struct bench_opts {
 	const char *host;
 	const char *json_path; /* NULL: no JSON report */
 	unsigned port;
+	enum bench_protocol protocol;
 	unsigned threads;
 	unsigned conns;	   /* per thread */
 	unsigned pipeline; /* requests in flight per connection */
-	int binary;	   /* --protocol binary (msgpack frames) */
 	uint64_t rate;	   /* requests/s in all; 0: closed loop */
 	uint64_t keys;
 	unsigned key_size;

@@ -1,5 +1,6 @@
-/* reply: the memcached text-protocol reply parser of reply.h. A get reply
- * is END or VALUE <key> <flags> <bytes> [<cas>], the data, then END. */
+/* reply: the memcached reply parsers of reply.h. A text get reply is END
+ * or VALUE <key> <flags> <bytes> [<cas>], the data, then END; a meta get
+ * reply (mg) is EN or VA <bytes> <flags>*, then the data, with no END. */
 #include "reply.h"
 
 #include <stdlib.h>
@@ -47,17 +48,30 @@ static long value_bytes(const char *buf, size_t n)
 	return v;
 }
 
+/* The data block of bytes and its "\r\n" after the value line of n bytes
+ * at buf: HIT with *end past it, NEED_MORE, or INVALID when bytes is bad
+ * (< 0) or the block does not end in "\r\n" (the stream is lost). */
+static enum bench_reply data_block(const char *buf, size_t len, size_t n,
+				   long bytes, size_t *end)
+{
+	if (bytes < 0)
+		return BENCH_REPLY_INVALID;
+	*end = n + (size_t)bytes + 2;
+	if (len < *end)
+		return BENCH_REPLY_NEED_MORE;
+	if (buf[*end - 2] != '\r' || buf[*end - 1] != '\n')
+		return BENCH_REPLY_INVALID;
+	return BENCH_REPLY_HIT;
+}
+
+/* A text hit: the VALUE line, the data, then END. */
 static enum bench_reply parse_value(const char *buf, size_t len, size_t n,
 				    size_t *used)
 {
-	long bytes = value_bytes(buf, n);
-	if (bytes < 0)
-		return BENCH_REPLY_INVALID;
-	size_t end = n + (size_t)bytes + 2;
-	if (len < end)
-		return BENCH_REPLY_NEED_MORE;
-	if (buf[end - 2] != '\r' || buf[end - 1] != '\n')
-		return BENCH_REPLY_INVALID;
+	size_t end;
+	enum bench_reply r = data_block(buf, len, n, value_bytes(buf, n), &end);
+	if (r != BENCH_REPLY_HIT)
+		return r;
 	size_t n2 = line_len(buf + end, len - end);
 	if (n2 == 0)
 		return BENCH_REPLY_NEED_MORE;
@@ -67,28 +81,109 @@ static enum bench_reply parse_value(const char *buf, size_t len, size_t n,
 	return BENCH_REPLY_HIT;
 }
 
-enum bench_reply bench_reply_parse(const char *buf, size_t len, int is_get,
-				   size_t *used)
+/* Whether the line of n bytes is the meta status code (two letters),
+ * alone or followed by return flags after a space. */
+static int meta_is(const char *buf, size_t n, const char *code)
+{
+	if (n < 4 || memcmp(buf, code, 2) != 0 || buf[n - 2] != '\r')
+		return 0;
+	return n == 4 || buf[2] == ' ';
+}
+
+/* The <bytes> of a "VA <bytes> <flags>*" line, or -1. The line ends in
+ * '\n', so the digits stop within it. */
+static long meta_value_bytes(const char *buf)
+{
+	long v = 0;
+	size_t i = 3;
+	for (; buf[i] >= '0' && buf[i] <= '9'; i++) {
+		v = v * 10 + (buf[i] - '0');
+		if (v > (1L << 30))
+			return -1;
+	}
+	if (i == 3 || (buf[i] != ' ' && buf[i] != '\r'))
+		return -1;
+	return v;
+}
+
+/* A meta hit: the VA line, then the data, with no END after it. */
+static enum bench_reply parse_va(const char *buf, size_t len, size_t n,
+				 size_t *used)
+{
+	size_t end;
+	enum bench_reply r =
+		data_block(buf, len, n, meta_value_bytes(buf), &end);
+	if (r == BENCH_REPLY_HIT)
+		*used = end;
+	return r;
+}
+
+/* The status lines of one dialect: text commands or meta commands. */
+struct dialect {
+	const char *value; /* how a hit's first line starts */
+	enum bench_reply (*parse_value)(const char *buf, size_t len, size_t n,
+					size_t *used);
+	int (*is)(const char *buf, size_t n, const char *word);
+	const char *miss, *stored;
+	/* Whole replies that answer the command but not as asked: not
+	 * stored, a cas mismatch, not found. */
+	const char *fails[3];
+};
+
+static const struct dialect text = {
+	.value = "VALUE ",
+	.parse_value = parse_value,
+	.is = line_is,
+	.miss = "END",
+	.stored = "STORED",
+	.fails = { "NOT_STORED", "EXISTS", "NOT_FOUND" },
+};
+
+/* Meta status codes may carry return flags: "HD c12". */
+static const struct dialect meta = {
+	.value = "VA ",
+	.parse_value = parse_va,
+	.is = meta_is,
+	.miss = "EN",
+	.stored = "HD",
+	.fails = { "NS", "EX", "NF" },
+};
+
+static enum bench_reply parse_dialect(const struct dialect *d, const char *buf,
+				      size_t len, int is_get, size_t *used)
 {
 	size_t n = line_len(buf, len);
 	if (n == 0)
 		return BENCH_REPLY_NEED_MORE;
 	if (n == (size_t)-1)
 		return BENCH_REPLY_INVALID;
-	if (is_get && n > 6 && memcmp(buf, "VALUE ", 6) == 0)
-		return parse_value(buf, len, n, used);
+	if (is_get && starts_with(buf, n, d->value))
+		return d->parse_value(buf, len, n, used);
 	*used = n;
-	if (is_get && line_is(buf, n, "END"))
+	if (is_get && d->is(buf, n, d->miss))
 		return BENCH_REPLY_MISS;
-	if (!is_get && line_is(buf, n, "STORED"))
+	if (!is_get && d->is(buf, n, d->stored))
 		return BENCH_REPLY_STORED;
 	if (starts_with(buf, n, "ERROR") ||
 	    starts_with(buf, n, "CLIENT_ERROR") ||
-	    starts_with(buf, n, "SERVER_ERROR") ||
-	    line_is(buf, n, "NOT_STORED") || line_is(buf, n, "EXISTS") ||
-	    line_is(buf, n, "NOT_FOUND"))
+	    starts_with(buf, n, "SERVER_ERROR"))
 		return BENCH_REPLY_ERROR;
+	for (unsigned i = 0; i < 3; i++)
+		if (d->is(buf, n, d->fails[i]))
+			return BENCH_REPLY_ERROR;
 	return BENCH_REPLY_INVALID;
+}
+
+enum bench_reply bench_reply_parse(const char *buf, size_t len, int is_get,
+				   size_t *used)
+{
+	return parse_dialect(&text, buf, len, is_get, used);
+}
+
+enum bench_reply bench_reply_parse_meta(const char *buf, size_t len, int is_get,
+					size_t *used)
+{
+	return parse_dialect(&meta, buf, len, is_get, used);
 }
 
 /* Bytes of a msgpack unsigned integer starting with type byte b, or 0. */

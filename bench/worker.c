@@ -113,8 +113,19 @@ static struct pending queue_pop(struct conn *c)
 	return p;
 }
 
+/* The length of the next set's value: --value-size, fixed or uniform. */
+static size_t value_len(struct bench_worker *w)
+{
+	const struct bench_opts *o = w->r->o;
+	size_t vlen = o->value_min;
+	if (o->value_max > o->value_min)
+		vlen += rng_next(&w->rng) % (o->value_max - o->value_min + 1);
+	return vlen;
+}
+
 /* A binary GET or SET frame for key into w->sb; returns its length. */
-static int encode_binary(struct bench_worker *w, uint32_t key, int is_get)
+static int encode_binary(struct bench_worker *w, uint32_t key, int is_get,
+			 size_t vlen)
 {
 	const struct bench_opts *o = w->r->o;
 	msgpack_packer pk;
@@ -127,11 +138,6 @@ static int encode_binary(struct bench_worker *w, uint32_t key, int is_get)
 		proto_bin_pack_request_head(&pk, PROTO_OP_GET, w->next_id++, 1);
 		msgpack_pack_str_with_body(&pk, k, (size_t)klen);
 	} else {
-		size_t vlen = o->value_min;
-
-		if (o->value_max > o->value_min)
-			vlen += rng_next(&w->rng) %
-				(o->value_max - o->value_min + 1);
 		proto_bin_pack_request_head(&pk, PROTO_OP_SET, w->next_id++, 4);
 		msgpack_pack_str_with_body(&pk, k, (size_t)klen);
 		msgpack_pack_bin_with_body(&pk, w->r->value, vlen);
@@ -150,26 +156,29 @@ static void send_request(struct conn *c, uint32_t key, int is_get,
 	const struct bench_opts *o = w->r->o;
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	char line[320];
-	int n;
-	size_t vlen = 0;
-	if (o->binary) {
-		n = encode_binary(w, key, is_get);
+	int n, kw = (int)o->key_size - 1;
+	size_t vlen = is_get ? 0 : value_len(w);
+	if (o->protocol == BENCH_PROTO_BINARY) {
+		n = encode_binary(w, key, is_get, vlen);
 		evbuffer_add(out, w->sb.data, w->sb.size);
 		w->sb.size = 0;
 		goto sent;
 	}
-	if (is_get) {
-		n = snprintf(line, sizeof(line), "get k%0*u\r\n",
-			     (int)o->key_size - 1, key);
-	} else {
-		vlen = o->value_min;
-		if (o->value_max > o->value_min)
-			vlen += rng_next(&w->rng) %
-				(o->value_max - o->value_min + 1);
+	/* The meta commands ask for what the text ones carry: mg returns
+	 * the value and its client flags (v f) as get does, and ms stores
+	 * flags 0 and the --ttl (F0 T<ttl>, T0: no expiry) as set does. */
+	if (o->protocol == BENCH_PROTO_META && is_get)
+		n = snprintf(line, sizeof(line), "mg k%0*u v f\r\n", kw, key);
+	else if (o->protocol == BENCH_PROTO_META)
 		n = snprintf(line, sizeof(line),
-			     "set k%0*u 0 %" PRIu64 " %zu\r\n",
-			     (int)o->key_size - 1, key, o->ttl, vlen);
-	}
+			     "ms k%0*u %zu F0 T%" PRIu64 "\r\n", kw, key, vlen,
+			     o->ttl);
+	else if (is_get)
+		n = snprintf(line, sizeof(line), "get k%0*u\r\n", kw, key);
+	else
+		n = snprintf(line, sizeof(line),
+			     "set k%0*u 0 %" PRIu64 " %zu\r\n", kw, key, o->ttl,
+			     vlen);
 	evbuffer_add(out, line, (size_t)n);
 	if (!is_get) {
 		evbuffer_add(out, w->r->value, vlen);
@@ -280,6 +289,20 @@ static void on_reply(struct conn *c, struct pending p, enum bench_reply rep)
 		send_next(c, bench_now_ns());
 }
 
+/* The reply at buf, in the run's protocol (reply.h). */
+static enum bench_reply parse_reply(enum bench_protocol proto, const char *buf,
+				    size_t len, int is_get, size_t *used)
+{
+	switch (proto) {
+	case BENCH_PROTO_BINARY:
+		return bench_reply_parse_binary(buf, len, is_get, used);
+	case BENCH_PROTO_META:
+		return bench_reply_parse_meta(buf, len, is_get, used);
+	default:
+		return bench_reply_parse(buf, len, is_get, used);
+	}
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
@@ -295,13 +318,8 @@ static void on_read(struct bufferevent *bev, void *arg)
 		}
 		size_t used = 0;
 		enum bench_reply rep =
-			c->w->r->o->binary
-				? bench_reply_parse_binary(
-					  buf + off, len - off,
-					  c->q[c->qhead].is_get, &used)
-				: bench_reply_parse(buf + off, len - off,
-						    c->q[c->qhead].is_get,
-						    &used);
+			parse_reply(c->w->r->o->protocol, buf + off, len - off,
+				    c->q[c->qhead].is_get, &used);
 		if (rep == BENCH_REPLY_NEED_MORE)
 			break;
 		if (rep == BENCH_REPLY_INVALID) {

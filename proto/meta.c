@@ -147,10 +147,40 @@ static enum proto_status refuse(struct proto_meta *m, const char *msg)
 	return PROTO_CLIENT_ERROR;
 }
 
-/* An int32 as memcached's safe_strtol reads one (N, T, R). */
-static bool parse_ttl(const char *buf, struct proto_span t, int64_t *out)
+/*
+ * Numbers as memcached 1.6.18 reads them, quirks included: strtol or
+ * strtoull into 64 bits (an overflow is refused), then stored into a
+ * narrower field without a check, so that T4294967306 is T10.
+ */
+
+/* safe_strtol: a 64-bit signed number, kept as its low 32 bits (N, T, R,
+ * and ms's data length). */
+static bool parse_i32_wrap(const char *buf, struct proto_span t, int64_t *out)
 {
-	return parse_i64(buf, t, out) && *out >= INT32_MIN && *out <= INT32_MAX;
+	bool neg;
+	uint64_t mag;
+
+	if (!number_parse(buf, t, &neg, &mag) ||
+	    mag > (uint64_t)INT64_MAX + (neg ? 1 : 0))
+		return false;
+	*out = (int32_t)(uint32_t)(neg ? 0 - mag : mag);
+	return true;
+}
+
+/* safe_strtoull: a minus sign is refused only when the wrapped result
+ * reads as negative ("-0" is 0; "-18446744073709551615" is 1). */
+static bool parse_u64_quirk(const char *buf, struct proto_span t, uint64_t *out)
+{
+	bool neg;
+	uint64_t mag, v;
+
+	if (!number_parse(buf, t, &neg, &mag))
+		return false;
+	v = neg ? 0 - mag : mag;
+	if (neg && (int64_t)v < 0)
+		return false;
+	*out = v;
+	return true;
 }
 
 /*
@@ -189,7 +219,7 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 			break;
 		case 'N':
 			m->has_vivify = true;
-			if (!parse_ttl(buf, arg, &m->vivify_ttl)) {
+			if (!parse_i32_wrap(buf, arg, &m->vivify_ttl)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
@@ -198,33 +228,38 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 			m->has_ttl = true;
 			m->ttl_after_vivify = m->has_vivify;
 			m->ttl_before_recache = !m->has_recache;
-			if (!parse_ttl(buf, arg, &m->ttl)) {
+			if (!parse_i32_wrap(buf, arg, &m->ttl)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
 			break;
 		case 'R':
 			m->has_recache = true;
-			if (!parse_ttl(buf, arg, &m->recache_ttl)) {
+			if (!parse_i32_wrap(buf, arg, &m->recache_ttl)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
 			break;
-		case 'F':
-			/* memcached sets no message of its own for F. */
-			if (!parse_u32(buf, arg, &m->client_flags))
+		case 'F': {
+			/* memcached sets no message of its own for F, and
+			 * keeps the low 32 bits. */
+			uint64_t v;
+
+			if (!parse_u64_quirk(buf, arg, &v))
 				bad = true;
+			m->client_flags = (uint32_t)v;
 			break;
+		}
 		case 'C':
 			m->has_cas = true;
-			if (!parse_u64(buf, arg, &m->cas)) {
+			if (!parse_u64_quirk(buf, arg, &m->cas)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
 			break;
 		case 'E':
 			m->has_new_cas = true;
-			if (!parse_u64(buf, arg, &m->new_cas)) {
+			if (!parse_u64_quirk(buf, arg, &m->new_cas)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
@@ -238,13 +273,13 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 			}
 			break;
 		case 'J':
-			if (!parse_u64(buf, arg, &m->initial)) {
+			if (!parse_u64_quirk(buf, arg, &m->initial)) {
 				err = ERR_INITIAL;
 				bad = true;
 			}
 			break;
 		case 'D':
-			if (!parse_u64(buf, arg, &m->delta)) {
+			if (!parse_u64_quirk(buf, arg, &m->delta)) {
 				err = ERR_DELTA;
 				bad = true;
 			}
@@ -283,6 +318,9 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 			m->invalidate = true;
 			break;
 		case 'x':
+			/* The current text's, for md alone (1.6.18 has none). */
+			if (m->cmd != 'd')
+				return ERR_INVALID;
 			m->drop_value = true;
 			break;
 		case 'O': /* opaque, copied back; P, L: proxy hints */
@@ -340,7 +378,8 @@ static enum proto_status parse_set(const struct meta_line *ml, size_t n,
 		return refuse(m, ERR_FORMAT);
 	if (ml->ntok > PROTO_META_TOKENS_MAX)
 		return refuse(m, ERR_TOO_LONG);
-	if (!parse_i64(buf, ml->tok[2], &bytes) || bytes < 0 ||
+	/* Read into 32 bits as memcached does: 4294967297 is 1. */
+	if (!parse_i32_wrap(buf, ml->tok[2], &bytes) || bytes < 0 ||
 	    bytes > (int64_t)PROTO_BYTES_MAX)
 		return refuse(m, ERR_FORMAT);
 	m->nbytes = (uint32_t)bytes;
@@ -412,7 +451,12 @@ enum proto_status proto_meta_parse(const char *buf, size_t n,
 		return refuse(m, m->cmd == 'g' ? err : ERR_INV_OR_DUP);
 	if (m->cmd == 'a' && m->mode && !memchr("I+D-", m->mode, 4))
 		return refuse(m, ERR_MA_MODE);
-	if (opaque_too_long(m, buf))
-		return refuse(m, ERR_OPAQUE);
+	/* memcached checks an opaque while it writes the reply: mg and ma
+	 * have run by then (a vivify, an increment), md has not. */
+	if (opaque_too_long(m, buf)) {
+		if (m->cmd == 'd')
+			return refuse(m, ERR_OPAQUE);
+		m->opaque_too_long = true;
+	}
 	return PROTO_OK;
 }

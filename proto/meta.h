@@ -52,7 +52,11 @@ struct proto_meta {
 	uint64_t delta, initial;	      /* D (default 1), J */
 	int64_t ttl, vivify_ttl, recache_ttl; /* T, N, R (as sent) */
 	uint32_t nbytes;		      /* ms: the data block's length */
-	uint32_t value_off;  /* ms: where the data block starts */
+	uint32_t value_off; /* ms: where the data block starts */
+	/* mg, ma: an O token over PROTO_META_OPAQUE_MAX. The request runs,
+	 * and its reply is "CLIENT_ERROR opaque token too long" instead, as
+	 * memcached checks the opaque only as it writes the reply. */
+	bool opaque_too_long;
 	const char *error;   /* PROTO_CLIENT_ERROR: the whole line */
 	uint64_t swallow;    /* ms refused: data bytes to discard */
 	uint32_t no_newline; /* as proto_req's */

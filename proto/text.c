@@ -359,8 +359,7 @@ static enum proto_status unknown_command(const struct line *l)
 	struct proto_span c = l->tok[0];
 	char first = l->buf[c.off];
 
-	if (c.len < 2 || memchr("acdgist", first, 7) != NULL ||
-	    (first == 'm' && c.len == 2))
+	if (c.len < 2 || memchr("acdgist", first, 7) != NULL)
 		return PROTO_ERROR;
 	if (l->last.len >= 5 && memcmp(l->buf + l->last.off, "HTTP/", 5) == 0)
 		return PROTO_CLOSE;

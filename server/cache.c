@@ -174,6 +174,16 @@ struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired)
 	return it;
 }
 
+bool cache_exists(struct cache *c, struct cache_key key)
+{
+	bool found;
+
+	rhkv_rcu_read_lock();
+	found = cache_lookup(c, key, NULL) != NULL;
+	rhkv_rcu_read_unlock();
+	return found;
+}
+
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 {
 	struct item *it = cache_lookup(c, key, expired);

@@ -184,6 +184,9 @@ bool cache_item_flushed(struct cache *c, const struct item *it);
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired);
 /* cache_find without the visit: the item is not marked as accessed. */
 struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired);
+/* Whether key has a live item (no access recorded); outside read-side
+ * sections. */
+bool cache_exists(struct cache *c, struct cache_key key);
 /* Marks a live item as accessed now (what cache_find does on a hit). */
 void cache_item_visit(struct item *it);
 /* Names the item's recache winner: true for exactly one caller over the
@@ -305,7 +308,8 @@ void cache_set_evict_hook(struct cache *c,
 
 /*
  * Seconds since the oldest item still queued for eviction was stored
- * (`stats items` age). Items keep no time: their cas sequence is matched
+ * (`stats items` age). Items keep no store time (atime is the last access,
+ * which every hit moves): their cas sequence is matched
  * against marks the maintenance thread records, one a second at most and
  * thinned as they age, so this is a lower bound, exact to the spacing of
  * the marks around that item (a second for recent items, wider for old

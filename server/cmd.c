@@ -357,7 +357,7 @@ static void metadump_item(const struct item *it, void *arg)
 		.key = item_key(it),
 		.nkey = it->nkey,
 		.exp = exp ? (int64_t)exp : -1,
-		.la = 0, /* not kept: docs/stats.md */
+		.la = atomic_load_explicit(&it->atime, memory_order_relaxed),
 		.cas = it->cas,
 		.fetched =
 			atomic_load_explicit(&it->usage, memory_order_relaxed) &

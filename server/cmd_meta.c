@@ -21,10 +21,12 @@
 
 #define REPLY(c) (&(c)->proto->reply)
 
-/* Seconds left of a stored exptime (0: none, -1 answered). */
+/* Seconds left of a stored exptime (0: none, -1 answered). memcached
+ * prints them as an unsigned 32-bit number: an item that a T in the same
+ * request expired shows a huge TTL, not a negative one. */
 static int64_t ttl_of(uint32_t exptime, int64_t now)
 {
-	return exptime ? (int64_t)exptime - now : -1;
+	return exptime ? (int64_t)(uint32_t)((int64_t)exptime - now) : -1;
 }
 
 /* A miss with N: an empty item, its recache already won by this caller.
@@ -36,7 +38,7 @@ static uint64_t vivify(struct conn *c, const struct request *r)
 		.key = r->key,
 		.exptime = cache_abs_exptime(r->meta->vivify_ttl),
 		.value = "",
-		.marks = ITEM_WON,
+		.marks = r->meta->no_win ? 0 : ITEM_WON,
 	};
 	uint64_t cas = 0;
 
@@ -78,7 +80,9 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 		.key_binary = usage & ITEM_KEY_BINARY,
 		.stale = usage & ITEM_STALE,
 	};
-	if (created) {
+	if (q->no_win) {
+		/* no win handed out: the reply is an error */
+	} else if (created) {
 		m->won = true; /* vivify made it with ITEM_WON set */
 	} else if (usage & ITEM_WON) {
 		m->already_won = true;
@@ -220,7 +224,11 @@ void cmd_mdelete(struct conn *c, const struct request *r)
 	struct meta_result m = { .code = META_NF };
 	enum cache_result res;
 
-	if (q->invalidate)
+	/* C0 compares too (no item has cas 0): only a miss is NF. */
+	if (q->has_cas && r->cas == 0)
+		res = cache_exists(cache, r->key) ? CACHE_EXISTS
+						  : CACHE_NOT_FOUND;
+	else if (q->invalidate)
 		res = cache_invalidate(cache, c->w->id, r->key, cas_in,
 				       q->has_ttl, cache_abs_exptime(q->ttl),
 				       q->has_new_cas ? q->new_cas : 0, NULL);

@@ -36,6 +36,7 @@ _Static_assert(PROTO_META_RET_CAS == META_RET_CAS &&
 struct meta_slot {
 	struct req_meta meta;
 	char key[PROTO_META_BINKEY_MAX];
+	bool opaque_too_long; /* answer that instead (proto/meta.h) */
 	uint32_t nflags;
 	struct proto_span flag[PROTO_META_FLAGS_MAX];
 };
@@ -159,12 +160,14 @@ static bool fill_meta(struct conn *c, const char *buf, unsigned int slot,
 		.ttl_last = m->ttl_after_vivify,
 		.ttl_before_recache = m->ttl_before_recache,
 		.drop_value = m->drop_value,
+		.no_win = m->opaque_too_long,
 		.mode = m->mode,
 		.new_cas = m->new_cas,
 		.ttl = m->ttl,
 		.vivify_ttl = m->vivify_ttl,
 		.recache_ttl = m->recache_ttl,
 	};
+	ms->opaque_too_long = m->opaque_too_long;
 	ms->nflags = m->nflags;
 	memcpy(ms->flag, m->flag, m->nflags * sizeof(m->flag[0]));
 	*r = (struct request){
@@ -569,6 +572,10 @@ static void meta(struct conn *c, const struct request *r,
 	}
 	if (r->cmd == REQ_MDEBUG) {
 		meta_debug(c, r, m);
+		return;
+	}
+	if (ms->opaque_too_long) {
+		add_str(c, "CLIENT_ERROR opaque token too long\r\n");
 		return;
 	}
 	if (meta_hidden(r, m))

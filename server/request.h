@@ -122,7 +122,11 @@ struct req_meta {
 	bool ttl_last;	  /* ma: T came after N (the later one applies) */
 	bool ttl_before_recache; /* mg: T came before R (R sees its TTL) */
 	bool drop_value;	 /* md x: keep the item, empty its value */
-	char mode;		 /* M: ms E A P R S, ma I + D - (0: default) */
+	/* The reply will be an error whatever happens (text: an opaque too
+	 * long, which memcached finds only as it writes the reply): the
+	 * request runs, but hands out no recache win. */
+	bool no_win;
+	char mode; /* M: ms E A P R S, ma I + D - (0: default) */
 	uint64_t new_cas;
 	int64_t ttl, vivify_ttl, recache_ttl; /* protocol exptimes */
 };

@@ -213,6 +213,8 @@ void watch_evict(void *hub, const struct item *it)
 {
 	struct watch_hub *h = hub;
 	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
+	uint32_t atime = atomic_load_explicit(&it->atime, memory_order_relaxed);
+	int64_t now = cache_now();
 	char line[3 * PROTO_KEY_MAX + 160];
 	size_t k = 0;
 
@@ -220,14 +222,15 @@ void watch_evict(void *hub, const struct item *it)
 		return;
 	k += (size_t)snprintf(line, sizeof(line), "type=eviction key=");
 	k += put_key(line + k, item_key(it), it->nkey);
-	/* la: items keep no access time (docs/stats.md). */
+	/* la: seconds since the last access, as memcached logs it. */
 	k += (size_t)snprintf(
 		line + k, sizeof(line) - k,
-		" fetch=%s ttl=%" PRId64 " la=0 clsid=1\n",
+		" fetch=%s ttl=%" PRId64 " la=%" PRId64 " clsid=1\n",
 		atomic_load_explicit(&it->usage, memory_order_relaxed) &
 				ITEM_FETCHED
 			? "yes"
 			: "no",
-		exp ? (int64_t)exp - cache_now() : (int64_t)-1);
+		exp ? (int64_t)exp - now : (int64_t)-1,
+		now > atime ? now - atime : 0);
 	emit(h, PROTO_WATCH_EVICTIONS, line, k);
 }

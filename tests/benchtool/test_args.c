@@ -86,7 +86,7 @@ Test(args, parser_accepts_a_full_line, .timeout = 10)
 	cr_assert_eq(o.requests, 500);
 	cr_assert(o.prefill && o.miss_set);
 	cr_assert_eq(o.ttl, 60);
-	cr_assert_eq(o.binary, 0);
+	cr_assert_eq(o.protocol, BENCH_PROTO_TEXT);
 	cr_assert_str_eq(o.json_path, "/tmp/x.json");
 }
 
@@ -110,11 +110,18 @@ Test(args, key_size_too_short_for_keys, .timeout = 10)
 	cr_assert_neq(err[0], '\0');
 }
 
-Test(args, protocol_binary, .timeout = 10)
+Test(args, protocols, .timeout = 10)
 {
-	char *argv[] = { "rhkv-bench", "--protocol", "binary", NULL };
-	struct bench_opts o;
-	char err[256];
-	cr_assert_eq(parse(&o, err, 3, argv), 0, "%s", err);
-	cr_assert_eq(o.binary, 1);
+	static const char *const names[] = { "text", "binary", "meta" };
+	static const enum bench_protocol want[] = { BENCH_PROTO_TEXT,
+						    BENCH_PROTO_BINARY,
+						    BENCH_PROTO_META };
+	for (unsigned i = 0; i < 3; i++) {
+		char *argv[] = { "rhkv-bench", "--protocol", (char *)names[i],
+				 NULL };
+		struct bench_opts o;
+		char err[256];
+		cr_assert_eq(parse(&o, err, 3, argv), 0, "%s", err);
+		cr_assert_eq(o.protocol, want[i], "--protocol %s", names[i]);
+	}
 }

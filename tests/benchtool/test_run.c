@@ -96,3 +96,8 @@ Test(run, two_seconds_binary_protocol, .timeout = 60)
 {
 	run_against_rhkvd("--protocol", "binary");
 }
+
+Test(run, two_seconds_meta_protocol, .timeout = 60)
+{
+	run_against_rhkvd("--protocol", "meta");
+}

@@ -1,14 +1,17 @@
 /*
- * libFuzzer target of the text-protocol parser (proto/text.h): parses the
- * input as a connection would, request after request, discarding what a
- * too-large value swallows; checks every answer's invariants, that it depends
- * only on the bytes it consumed, and runs the glob of every scan it meets.
+ * libFuzzer target of the text-protocol parser (proto/text.h) and its meta
+ * commands (proto/meta.h): parses the input as a connection would, request
+ * after request, discarding what a too-large value or a refused meta set
+ * swallows; checks every answer's invariants, that it depends only on the
+ * bytes it consumed, runs the glob of every scan it meets, and round-trips
+ * every base64 key through the decoder and encoder.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/meta.h"
 #include "proto/text.h"
 
 #define CHECK(cond)                                                            \
@@ -196,6 +199,69 @@ static void check(const char *buf, size_t n, enum proto_status st,
 	free(exact);
 }
 
+static bool same_meta(const struct proto_meta *a, const struct proto_meta *b)
+{
+	return a->cmd == b->cmd && a->len == b->len &&
+	       a->key.off == b->key.off && a->key.len == b->key.len &&
+	       a->nflags == b->nflags && a->ret == b->ret &&
+	       a->base64 == b->base64 && a->quiet == b->quiet &&
+	       a->mode == b->mode && a->client_flags == b->client_flags &&
+	       a->cas == b->cas && a->new_cas == b->new_cas &&
+	       a->delta == b->delta && a->initial == b->initial &&
+	       a->ttl == b->ttl && a->vivify_ttl == b->vivify_ttl &&
+	       a->recache_ttl == b->recache_ttl && a->nbytes == b->nbytes &&
+	       a->value_off == b->value_off && a->error == b->error &&
+	       a->swallow == b->swallow;
+}
+
+/* A meta request: its invariants, and that only its bytes decide it. */
+static void check_meta(const char *buf, size_t n, enum proto_status st,
+		       const struct proto_meta *m)
+{
+	char key[PROTO_KEY_MAX], b64[PROTO_KEY_MAX + 4];
+	struct proto_meta again;
+	char *exact;
+
+	if (st == PROTO_NEED_MORE || st == PROTO_LINE_TOO_LONG)
+		return;
+	CHECK(m->len > 0 && m->len <= n);
+	CHECK((st == PROTO_CLIENT_ERROR) == (m->error != NULL));
+	CHECK(m->error == NULL || strncmp(m->error, "CLIENT_ERROR ", 13) == 0);
+	CHECK(m->nflags <= PROTO_META_FLAGS_MAX);
+	for (uint32_t i = 0; i < m->nflags; i++)
+		CHECK(span_within(m->flag[i], m->len));
+	if (st == PROTO_OK && m->cmd != 'n') {
+		CHECK(span_within(m->key, m->len));
+		CHECK(m->key.len >= 1 && m->key.len <= PROTO_KEY_MAX);
+	}
+	if (st == PROTO_OK && m->cmd == 's') {
+		CHECK(m->nbytes <= lim.max_value);
+		CHECK((size_t)m->value_off + m->nbytes + 2 == m->len);
+	}
+	if (st == PROTO_TOO_LARGE)
+		CHECK(m->nbytes > lim.max_value &&
+		      m->swallow == (uint64_t)m->nbytes + 2);
+	if (st == PROTO_OK && m->base64) {
+		size_t k =
+			proto_base64_decode(buf + m->key.off, m->key.len, key);
+		size_t e;
+
+		CHECK(k > 0 && k <= PROTO_META_BINKEY_MAX);
+		e = proto_base64_encode(key, k, b64);
+		CHECK(e <= sizeof(b64) &&
+		      proto_base64_decode(b64, e, b64) == k &&
+		      memcmp(b64, key, k) == 0);
+	}
+	exact = malloc(m->len);
+	CHECK(exact != NULL);
+	memcpy(exact, buf, m->len);
+	CHECK(proto_meta_parse(exact, m->len, &lim, &again) == st);
+	CHECK(same_meta(m, &again));
+	CHECK(proto_meta_parse(exact, m->len - 1, &lim, &again) ==
+	      PROTO_NEED_MORE);
+	free(exact);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *buf = (const char *)data;
@@ -215,6 +281,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		st = proto_text_parse(buf + off, size - off, &lim, &req);
 		check(buf + off, size - off, st, &req);
+		if (st == PROTO_META) {
+			struct proto_meta m;
+
+			st = proto_meta_parse(buf + off, size - off, &lim, &m);
+			check_meta(buf + off, size - off, st, &m);
+			if (st == PROTO_NEED_MORE || st == PROTO_LINE_TOO_LONG)
+				break;
+			swallow = m.swallow;
+			off += m.len;
+			continue;
+		}
 		if (st == PROTO_NEED_MORE || st == PROTO_LINE_TOO_LONG ||
 		    st == PROTO_CLOSE)
 			break;

@@ -675,7 +675,7 @@ Test(cache, stats_memory_adds_up)
 		     "+ hash_bytes %llu",
 		     accounted, bytes, retired, hash);
 	cr_assert_leq(accounted, limit);
-	cr_assert_eq(headers, 50 * items, "item_headers %llu for %llu items",
+	cr_assert_eq(headers, 54 * items, "item_headers %llu for %llu items",
 		     headers, items);
 	/* Keys "mem:N" and 100-byte values, each with its "\r\n". */
 	cr_assert_geq(kv, items * 100);

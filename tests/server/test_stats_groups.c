@@ -525,7 +525,7 @@ Test(stats_groups, metadump)
 		cr_expect_eq(cls, 1);
 		if (!is_memcached())
 			cr_expect_eq(size,
-				     50 + strlen(keys[i]) +
+				     54 + strlen(keys[i]) +
 					     (i == 1 ? 5 : i == 0) + 2,
 				     "%s", line);
 	}
