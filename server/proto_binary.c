@@ -172,9 +172,9 @@ static bool mget_key(const struct request *r, uint32_t *pos,
 }
 
 /*
- * A meta op's options as the executor takes them. A meta get returns
- * everything known of the item (a few bytes; asking costs a round trip),
- * the value only when "v" asked for it.
+ * A meta op's options as the executor takes them. A meta get always
+ * returns all it knows of the item (a few bytes, where asking for them
+ * would take another round trip), the value only when "v" asks for it.
  */
 static void fill_meta(struct request *r, const struct proto_bin_req *q,
 		      struct req_meta *m)
@@ -667,7 +667,9 @@ static void meta(struct conn *c, const struct request *r,
 		mr.fields |= PROTO_MR_FLAGS | PROTO_MR_TTL | PROTO_MR_SIZE |
 			     PROTO_MR_LA | PROTO_MR_HIT;
 		mr.flags = m->flags;
-		mr.ttl = m->ttl;
+		/* A TTL this request set in the past comes as memcached
+		 * prints it, unsigned 32-bit (huge): here it is 0, none left. */
+		mr.ttl = m->ttl > INT32_MAX ? 0 : m->ttl;
 		mr.size = m->size;
 		mr.last_access = m->last_access;
 		mr.hit = m->hit_before;

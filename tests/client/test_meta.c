@@ -104,6 +104,11 @@ Test(meta, get_touch_and_no_bump)
 	OK(rhkv_meta_get(c, K("t"), &touch, &m));
 	cr_assert_eq(m.ttl, -1);
 	ERR(rhkv_meta_get(c, K("gone"), &touch, &m), RHKV_ENOTFOUND);
+	/* a TTL in the past: nothing left, and the item is gone after */
+	touch.touch_ttl = -1;
+	OK(rhkv_meta_get(c, K("t"), &touch, &m));
+	cr_assert_eq(m.ttl, 0);
+	ERR(rhkv_meta_get(c, K("t"), NULL, &m), RHKV_ENOTFOUND);
 }
 
 Test(meta, vivify_placeholder)
