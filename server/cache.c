@@ -138,15 +138,20 @@ void cache_prefetch(struct cache *c, struct cache_key key)
 
 void cache_item_visit(struct item *it)
 {
-	uint32_t now = (uint32_t)cache_now();
+	uint8_t usage = atomic_load_explicit(&it->usage, memory_order_relaxed);
+	uint32_t now;
 
 	/* Each store only when it changes something: a hot item's line
 	 * stays shared (the time moves once a second at most). */
-	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
-	      ITEM_VISITED))
+	if (!(usage & ITEM_VISITED))
 		atomic_fetch_or_explicit(&it->usage,
 					 ITEM_VISITED | ITEM_FETCHED,
 					 memory_order_relaxed);
+	/* As in memcached, the first fetch only marks the item fetched: its
+	 * last access stays at the store until a later fetch. */
+	if (!(usage & ITEM_FETCHED))
+		return;
+	now = (uint32_t)cache_now();
 	if (atomic_load_explicit(&it->atime, memory_order_relaxed) != now)
 		atomic_store_explicit(&it->atime, now, memory_order_relaxed);
 }
@@ -172,6 +177,11 @@ struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired)
 		return NULL;
 	}
 	return it;
+}
+
+struct item *cache_lookup_any(struct cache *c, struct cache_key key)
+{
+	return rhashtable_lookup(&c->ht, &key, cache__params);
 }
 
 bool cache_exists(struct cache *c, struct cache_key key)

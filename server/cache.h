@@ -184,10 +184,13 @@ bool cache_item_flushed(struct cache *c, const struct item *it);
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired);
 /* cache_find without the visit: the item is not marked as accessed. */
 struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired);
+/* key's item, live or not (the caller judges it): inside the section. */
+struct item *cache_lookup_any(struct cache *c, struct cache_key key);
 /* Whether key has a live item (no access recorded); outside read-side
  * sections. */
 bool cache_exists(struct cache *c, struct cache_key key);
-/* Marks a live item as accessed now (what cache_find does on a hit). */
+/* Marks a live item as accessed (what cache_find does on a hit): visited
+ * and fetched; its last access moves to now from the second fetch on. */
 void cache_item_visit(struct item *it);
 /* Names the item's recache winner: true for exactly one caller over the
  * item's life (ITEM_WON), false for every other. Inside the section. */
@@ -229,7 +232,9 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
  * - vivify (APPEND, PREPEND): a missing item is created with the value
  *   and vivify_exptime instead of CACHE_NOT_STORED;
  * - cas_new, when not 0, is the stored item's cas instead of a fresh one;
- * - marks: ITEM_* bits the new item starts with (ITEM_WON, ITEM_KEY_BINARY).
+ * - marks: ITEM_* bits the new item starts with (ITEM_WON, ITEM_KEY_BINARY);
+ * - nbytes_out (may be NULL) receives the stored value's length (an
+ *   append's whole value).
  */
 struct cache_write {
 	enum cache_store_mode mode;
@@ -244,6 +249,7 @@ struct cache_write {
 	bool stale_if_older;
 	bool vivify;
 	int64_t vivify_exptime;
+	uint32_t *nbytes_out;
 };
 enum cache_result cache_write(struct cache *c, unsigned int thread,
 			      const struct cache_write *w, uint64_t *cas_out);
@@ -284,8 +290,11 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 			     uint64_t *cas_out);
 
 /* cache_incr with meta's extras: when set_exptime, the new item's exptime
- * is exptime (absolute); out tells the new value and cas, and the exptime
- * the item had before and has now. */
+ * is exptime (absolute); cas_new, when not 0, is its cas; out tells the new
+ * value and cas, and the exptime the item had before and has now. As in
+ * memcached, a result that fits the old value's length keeps the item's
+ * marks (stale, won, binary key, fetched, last access), as an update in
+ * place would; a longer one makes a new item without them. */
 struct cache_incr_out {
 	uint64_t value, cas;
 	uint32_t exptime_before, exptime; /* stored form: 0 none */
@@ -294,7 +303,7 @@ enum cache_result cache_incr_meta(struct cache *c, unsigned int thread,
 				  struct cache_key key, bool incr,
 				  uint64_t delta, uint64_t cas_in,
 				  bool set_exptime, int64_t exptime,
-				  struct cache_incr_out *out);
+				  uint64_t cas_new, struct cache_incr_out *out);
 
 /* Sets exptime of a live item. Returns whether there was one. */
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);

@@ -164,6 +164,8 @@ static enum cache_result store_once(struct cache *c, unsigned int thread,
 		return CACHE_NO_MEMORY;
 	if (cas_out)
 		*cas_out = fresh->cas; /* before linking: then it may go */
+	if (w->nbytes_out)
+		*w->nbytes_out = fresh->nbytes;
 	return place(c, w->key, old, fresh, a) ? CACHE_STORED
 					       : CACHE_NOT_STORED;
 }
@@ -373,24 +375,39 @@ enum cache_result cache_empty_value(struct cache *c, unsigned int thread,
 	return rewrite(c, thread, key, cas_in, &rw, cas_out);
 }
 
-/* memcached's rule: a value is numeric when it is digits (at most 20)
- * that fit in 64 bits, optionally followed by the spaces a shrinking
- * incr/decr leaves. */
+/*
+ * memcached's rule, strtoull's over the value: optional white space, an
+ * optional sign, decimal digits that fit in 64 bits, then the value's end,
+ * a white space or a NUL (after which anything goes: " 12", "12 " and
+ * "1\0002" are numbers). A minus sign is refused unless the number is 0.
+ */
+static bool is_space(char ch)
+{
+	return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
 static bool parse_u64(const char *s, size_t n, uint64_t *out)
 {
+	size_t i = 0, start;
+	bool neg = false;
 	uint64_t v = 0;
 
-	while (n > 0 && s[n - 1] == ' ')
-		n--;
-	if (n == 0 || n > 20)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
+	while (i < n && is_space(s[i]))
+		i++;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		neg = s[i++] == '-';
+	start = i;
+	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
 			return false;
-		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
+		v = v * 10 + d;
 	}
+	if (i == start || (i < n && !is_space(s[i]) && s[i] != '\0'))
+		return false;
+	if (neg && v != 0)
+		return false;
 	*out = v;
 	return true;
 }
@@ -401,6 +418,7 @@ struct incr_req {
 	uint64_t delta, cas_in;
 	bool set_exptime;
 	uint32_t exptime;
+	uint64_t cas_new;
 };
 
 static enum cache_result incr_once(struct cache *c, unsigned int thread,
@@ -409,7 +427,8 @@ static enum cache_result incr_once(struct cache *c, unsigned int thread,
 				   struct cache_incr_out *out,
 				   struct attempt *a)
 {
-	struct item *old = cache_find(c, key, NULL), *fresh;
+	/* No access recorded: memcached's incr leaves "fetched" alone. */
+	struct item *old = cache_lookup(c, key, NULL), *fresh;
 	uint32_t exptime;
 	char num[24];
 	uint64_t v;
@@ -434,7 +453,18 @@ static enum cache_result incr_once(struct cache *c, unsigned int thread,
 		return CACHE_NO_MEMORY;
 	memset(fresh->data + key.n, ' ', (size_t)width);
 	memcpy(fresh->data + key.n, num, (size_t)len);
-	fresh->cas = next_cas(c, thread);
+	fresh->cas = q->cas_new ? q->cas_new : next_cas(c, thread);
+	if (len <= (int)old->nbytes) {
+		/* What memcached's update in place keeps. */
+		atomic_init(&fresh->usage,
+			    atomic_load_explicit(&old->usage,
+						 memory_order_relaxed) &
+				    (ITEM_FETCHED | ITEM_WON | ITEM_STALE |
+				     ITEM_KEY_BINARY));
+		atomic_init(&fresh->atime,
+			    atomic_load_explicit(&old->atime,
+						 memory_order_relaxed));
+	}
 	out->value = v;
 	out->cas = fresh->cas;
 	out->exptime = exptime;
@@ -466,7 +496,7 @@ enum cache_result cache_incr(struct cache *c, unsigned int thread,
 			     uint64_t cas_in, uint64_t *result,
 			     uint64_t *cas_out)
 {
-	const struct incr_req q = { incr, delta, cas_in, false, 0 };
+	const struct incr_req q = { incr, delta, cas_in, false, 0, 0 };
 	struct cache_incr_out out = { 0 };
 	enum cache_result res = incr_run(c, thread, key, &q, &out);
 
@@ -480,10 +510,12 @@ enum cache_result cache_incr_meta(struct cache *c, unsigned int thread,
 				  struct cache_key key, bool incr,
 				  uint64_t delta, uint64_t cas_in,
 				  bool set_exptime, int64_t exptime,
-				  struct cache_incr_out *out)
+				  uint64_t cas_new, struct cache_incr_out *out)
 {
-	const struct incr_req q = { incr, delta, cas_in, set_exptime,
-				    cache__exptime_u32(exptime) };
+	const struct incr_req q = {
+		incr,	delta, cas_in, set_exptime, cache__exptime_u32(exptime),
+		cas_new
+	};
 
 	*out = (struct cache_incr_out){ 0 };
 	return incr_run(c, thread, key, &q, out);

@@ -38,6 +38,7 @@ static uint64_t vivify(struct conn *c, const struct request *r)
 		.key = r->key,
 		.exptime = cache_abs_exptime(r->meta->vivify_ttl),
 		.value = "",
+		.cas_new = r->meta->has_new_cas ? r->meta->new_cas : 0,
 		.marks = r->meta->no_win ? 0 : ITEM_WON,
 	};
 	uint64_t cas = 0;
@@ -58,7 +59,9 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 	uint32_t atime = atomic_load_explicit(&it->atime, memory_order_relaxed);
 	uint32_t exp_now = exp;
 
-	if (q->has_ttl) {
+	/* On a vivified item, T and N both set the TTL: the later one
+	 * applies (N's is already there). */
+	if (q->has_ttl && !(created && !q->ttl_last)) {
 		cache_item_set_exptime(c->w->srv->cache, it,
 				       cache_abs_exptime(q->ttl));
 		exp_now = atomic_load_explicit(&it->exptime,
@@ -119,6 +122,12 @@ void cmd_mget(struct conn *c, const struct request *r)
 		created_cas = vivify(c, r);
 		rhkv_rcu_read_lock();
 		it = cache_lookup(cache, r->key, NULL);
+		/* A stub made already expired (N-1) is still this request's. */
+		if (!it && created_cas) {
+			it = cache_lookup_any(cache, r->key);
+			if (it && it->cas != created_cas)
+				it = NULL;
+		}
 	}
 	if (it)
 		mget_hit(c, r, it, created_cas && it->cas == created_cas, &m);
@@ -161,11 +170,38 @@ static enum cache_store_mode mset_mode(const struct req_meta *q)
 	}
 }
 
+/* `watch mutations`: an ms's outcome, in memcached's words. */
+static void watch_mset(struct conn *c, const struct request *r,
+		       enum cache_store_mode mode, int64_t exptime,
+		       enum cache_result res)
+{
+	static const char *const modes[] = {
+		[CACHE_SET] = "set",	     [CACHE_ADD] = "add",
+		[CACHE_REPLACE] = "replace", [CACHE_APPEND] = "append",
+		[CACHE_PREPEND] = "prepend", [CACHE_CAS] = "cas",
+	};
+	static const char *const words[] = {
+		[CACHE_STORED] = "stored",
+		[CACHE_NOT_STORED] = "not_stored",
+		[CACHE_EXISTS] = "exists",
+		[CACHE_NOT_FOUND] = "not_found",
+		[CACHE_NO_MEMORY] = "no_memory",
+		[CACHE_NON_NUMERIC] = "not_stored",
+	};
+
+	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS))
+		return;
+	watch_store(c, r->key.p, r->key.n, words[res], modes[mode],
+		    exptime ? exptime - cache_now() : 0, r->nbytes);
+}
+
 void cmd_mset(struct conn *c, const struct request *r)
 {
 	const struct req_meta *q = r->meta;
 	struct thread_stats *st = &c->w->stats;
 	enum cache_store_mode mode = mset_mode(q);
+	/* s: the stored value's length; the request's when nothing was. */
+	struct meta_result m = { .code = META_NS, .size = r->nbytes };
 	const struct cache_write w = {
 		.mode = mode,
 		.key = r->key,
@@ -180,14 +216,15 @@ void cmd_mset(struct conn *c, const struct request *r)
 		.stale_if_older = q->invalidate && mode == CACHE_CAS,
 		.vivify = q->has_vivify,
 		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
+		.nbytes_out = &m.size,
 	};
-	struct meta_result m = { .code = META_NS };
 	uint64_t cas = 0;
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
 	server_detail(c->w->srv, r->key, DETAIL_SET, false);
 	res = cache_write(c->w->srv->cache, c->w->id, &w, &cas);
+	watch_mset(c, r, mode, w.exptime, res);
 	switch (res) {
 	case CACHE_STORED:
 		STAT_INC(st, total_items);
@@ -272,6 +309,7 @@ static bool marith_create(struct conn *c, const struct request *r,
 		.exptime = cache_abs_exptime(ttl),
 		.value = num,
 		.nbytes = (uint32_t)n,
+		.cas_new = q->has_new_cas ? q->new_cas : 0,
 	};
 	enum cache_result res;
 
@@ -299,7 +337,7 @@ void cmd_marith(struct conn *c, const struct request *r)
 		res = cache_incr_meta(c->w->srv->cache, c->w->id, r->key, incr,
 				      r->delta, q->has_cas ? r->cas : 0,
 				      q->has_ttl, cache_abs_exptime(q->ttl),
-				      &out);
+				      q->has_new_cas ? q->new_cas : 0, &out);
 		if (res != CACHE_NOT_FOUND || !q->has_vivify)
 			break;
 		created = marith_create(c, r, &out);
@@ -351,6 +389,7 @@ void cmd_mdebug(struct conn *c, const struct request *r)
 	int64_t now = cache_now();
 	struct item *it;
 
+	STAT_INC(&c->w->stats, cmd_meta);
 	rhkv_rcu_read_lock();
 	it = cache_lookup(c->w->srv->cache, r->key, NULL);
 	if (it) {

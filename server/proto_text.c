@@ -622,7 +622,8 @@ static void meta(struct conn *c, const struct request *r,
 				add_u64(c, 'f', m->flags);
 			break;
 		case 's':
-			if (item && r->cmd == REQ_MGET)
+			/* ms s is the current text's: the stored size. */
+			if ((item && r->cmd == REQ_MGET) || r->cmd == REQ_MSET)
 				add_u64(c, 's', m->size);
 			break;
 		case 'l':

@@ -212,10 +212,6 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 		"listening sockets",
 		(uint64_t)atomic_load(&srv->curr_conns) +
 			(uint64_t)srv->nlisten_fd);
-	stats__put_u(
-		k, STATS_COUNTER, "cmd_meta",
-		"Meta commands (mg, ms, md, ...): rhkvd has none, so always 0",
-		0);
 #define STATS_PUT(name, type, help) \
 	stats__put_u(k, STATS_##type, #name, help, s.name);
 	THREAD_STATS(STATS_PUT)

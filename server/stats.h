@@ -25,11 +25,12 @@
  */
 #define THREAD_STATS(X)                                                       \
 	X(cmd_get, COUNTER,                                                   \
-	  "Keys looked up by retrieval commands (get, gets, gat, gats)")      \
+	  "Keys looked up by retrieval commands (get, gets, gat, gats, mg)")  \
 	X(cmd_set, COUNTER,                                                   \
-	  "Storage commands (set, add, replace, append, prepend, cas)")       \
+	  "Storage commands (set, add, replace, append, prepend, cas, ms)")   \
 	X(cmd_flush, COUNTER, "flush_all commands")                           \
-	X(cmd_touch, COUNTER, "Keys touched (touch, gat, gats)")              \
+	X(cmd_touch, COUNTER, "Keys touched (touch, gat, gats, mg with T)")   \
+	X(cmd_meta, COUNTER, "me (meta debug) commands, as memcached counts") \
 	X(get_hits, COUNTER, "Keys requested and found")                      \
 	X(get_misses, COUNTER, "Keys requested and not found")                \
 	X(get_expired, COUNTER,                                               \

@@ -310,13 +310,11 @@ Test(cache_api, incr_wraps_at_64_bits)
 Test(cache_api, incr_non_numeric)
 {
 	static const char *const bad[] = {
-		"abc",			 /* letters */
-		"",			 /* empty */
-		"-1",			 /* a sign */
-		" 1",			 /* leading space */
-		"1a",			 /* a trailing letter */
-		"18446744073709551616",	 /* 2^64 */
-		"000000000000000000001", /* 21 digits */
+		"abc",			/* letters */
+		"",			/* empty */
+		"-1",			/* a minus sign (but "-0" is 0) */
+		"1a",			/* a trailing letter */
+		"18446744073709551616", /* 2^64 */
 	};
 	struct cache *c = new_cache(16 * MB);
 	uint64_t v = 0;
@@ -328,6 +326,20 @@ Test(cache_api, incr_non_numeric)
 		cr_assert_eq(incr(c, "n", false, 1, &v), CACHE_NON_NUMERIC,
 			     "\"%s\"", bad[i]);
 		assert_value(c, "n", bad[i]);
+	}
+	/* memcached reads a value with strtoull: leading white space, a
+	 * plus sign, any number of leading zeros, and anything after a space
+	 * are numeric (each checked against memcached 1.6.18). */
+	{
+		static const char *const good[] = { " 1", "+1", "\t1 ", "1 a",
+						    "000000000000000000001" };
+
+		for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+			cr_assert_eq(set(c, "n", good[i]), CACHE_STORED);
+			cr_assert_eq(incr(c, "n", true, 1, &v), CACHE_STORED,
+				     "\"%s\"", good[i]);
+			cr_assert_eq(v, 2, "\"%s\"", good[i]);
+		}
 	}
 	/* Twenty digits that fit, and trailing spaces, are numeric. */
 	cr_assert_eq(set(c, "n", "00000000000000000009"), CACHE_STORED);
