@@ -224,6 +224,8 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
 	opt_u64(&opts, PROTO_META_INITIAL, &opts.initial, o->initial,
 		o->vivify_ttl);
 	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->touch_ttl, o->touch);
+	opt_u64(&opts, PROTO_META_NEW_CAS, &opts.new_cas, o->new_cas,
+		o->new_cas);
 	rc = meta_call(c, &r, &m);
 	if (rc == 0 && !(m.mr.fields & PROTO_MR_NUMBER))
 		return rhkv__drop(c, RHKV_EPROTO,

@@ -237,6 +237,7 @@ struct rhkv_marith_opts {
 	uint64_t initial;
 	int touch; /* 1: set the item's exptime to touch_ttl */
 	int64_t touch_ttl;
+	uint64_t new_cas; /* != 0: the item's cas after the change */
 };
 
 /* Adds delta to (or subtracts it from) the number at key: 0 with *value

@@ -397,7 +397,7 @@ static const struct meta_opt {
 	{ "nobump", PROTO_META_NOBUMP, OT_BOOL, MG, "nobump: not a boolean" },
 	{ "cas", PROTO_META_CAS, OT_UINT, MS | MD | MA,
 	  "cas: not an unsigned integer" },
-	{ "newcas", PROTO_META_NEW_CAS, OT_UINT, MS | MD,
+	{ "newcas", PROTO_META_NEW_CAS, OT_UINT, MG | MS | MD | MA,
 	  "newcas: not an unsigned integer" },
 	{ "mode", PROTO_META_MODE, OT_MODE, MS | MA,
 	  "mode: not one of S E A P R (set) or I D + - (arithmetic)" },

@@ -668,7 +668,8 @@ static void meta(struct conn *c, const struct request *r,
 			     PROTO_MR_LA | PROTO_MR_HIT;
 		mr.flags = m->flags;
 		/* A TTL this request set in the past comes as memcached
-		 * prints it, unsigned 32-bit (huge): here it is 0, none left. */
+		 * prints it, unsigned 32-bit (huge): here it is 0, none
+		 * left. */
 		mr.ttl = m->ttl > INT32_MAX ? 0 : m->ttl;
 		mr.size = m->size;
 		mr.last_access = m->last_access;

@@ -601,6 +601,7 @@ static int do_ma(struct cli *cl, const struct cmd *d, int argc,
 		{ .name = "vivify", .i = &o.vivify_ttl },
 		{ .name = "ttl", .set = &o.touch, .i = &o.touch_ttl },
 		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ .name = "newcas", .u = &o.new_cas, .max = UINT64_MAX },
 		{ 0 },
 	};
 	int err;
@@ -756,8 +757,9 @@ static const struct cmd cmds[] = {
 	  "meta set; M: S E A P R; NAME: flags ttl cas newcas vivify", do_ms },
 	{ "md", 1, 5, "KEY [invalidate] [cas=C] [ttl=T] [newcas=C]",
 	  "meta delete (invalidate: keep it, stale)", do_md },
-	{ "ma", 1, 7, "KEY [mode=M] [NAME=N]...",
-	  "meta arithmetic; M: I D + -; NAME: delta initial vivify ttl cas",
+	{ "ma", 1, 8, "KEY [mode=M] [NAME=N]...",
+	  "meta arithmetic; M: I D + -; NAME: delta initial vivify ttl cas "
+	  "newcas",
 	  do_ma },
 	{ "flush_all", 0, 1, "[DELAY]", "invalidate every item", do_flush },
 	{ "scan", 0, 2, "[--pattern GLOB]", "every key (matching GLOB)",

@@ -192,6 +192,8 @@ expect md 0 $'OK\n' md mk
 expect_err md-miss 1 '(error) NOT_FOUND: ' md mk
 expect ma-vivify 0 $'(integer) 7\n' ma cnt vivify=60 initial=7
 expect ma 0 $'(integer) 10\n' ma cnt delta=3
+expect ma-newcas 0 $'(integer) 11\n' ma cnt newcas=777
+expect_re mg-newcas 0 'cas 777,' mg cnt
 expect ma-decr-raw 0 $'0\n' --raw ma cnt mode=D delta=100
 expect_err ma-miss 1 '(error) NOT_FOUND: ' ma nosuchkey
 expect_err ma-nonnum 1 '(error) NON_NUMERIC: ' ma viv

@@ -321,9 +321,12 @@ Test(meta, arith)
 	o.cas = cas;
 	OK(rhkv_meta_arith(c, K("n"), 1, &o, &v, NULL));
 	cr_assert_eq(v, 1);
-	o = (struct rhkv_marith_opts){ .touch = 1, .touch_ttl = 100 };
+	o = (struct rhkv_marith_opts){ .touch = 1,
+				       .touch_ttl = 100,
+				       .new_cas = 4242 };
 	OK(rhkv_meta_arith(c, K("n"), UINT64_MAX, &o, &v, &cas));
 	cr_assert_eq(v, 0, "wraps as incr does");
+	cr_assert_eq(cas, 4242);
 	OK(rhkv_meta_get(c, K("n"), NULL, &m));
 	cr_assert(m.ttl > 90 && m.ttl <= 100, "touched: ttl %lld",
 		  (long long)m.ttl);

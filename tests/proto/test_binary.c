@@ -1759,7 +1759,9 @@ Test(binary, meta_get_options)
 	struct proto_bin_meta m = { .opts = PROTO_META_VALUE | PROTO_META_TTL |
 					    PROTO_META_VIVIFY |
 					    PROTO_META_RECACHE |
-					    PROTO_META_NOBUMP,
+					    PROTO_META_NOBUMP |
+					    PROTO_META_NEW_CAS,
+				    .new_cas = 3,
 				    .ttl = -5,
 				    .vivify_ttl = 30,
 				    .recache_ttl = INT64_MAX };
@@ -1774,6 +1776,7 @@ Test(binary, meta_get_options)
 	cr_assert_eq(r.meta.ttl, -5);
 	cr_assert_eq(r.meta.vivify_ttl, 30);
 	cr_assert_eq(r.meta.recache_ttl, INT64_MAX);
+	cr_assert_eq(r.meta.new_cas, 3);
 	cr_assert_eq(r.meta.delta, 1);
 
 	/* no options, nil options, an empty map: the defaults */
@@ -1898,13 +1901,14 @@ Test(binary, meta_delete_and_arith_options)
 	m = (struct proto_bin_meta){
 		.opts = PROTO_META_VALUE | PROTO_META_MODE | PROTO_META_DELTA |
 			PROTO_META_INITIAL | PROTO_META_VIVIFY |
-			PROTO_META_TTL | PROTO_META_CAS,
+			PROTO_META_TTL | PROTO_META_CAS | PROTO_META_NEW_CAS,
 		.mode = 'D',
 		.delta = UINT64_MAX,
 		.initial = 42,
 		.vivify_ttl = 60,
 		.ttl = 0,
 		.cas = 9,
+		.new_cas = 10,
 	};
 	meta_req(PROTO_OP_META_ARITH, 2, "n", &m, true);
 	expect_ok(&r);
@@ -1916,6 +1920,7 @@ Test(binary, meta_delete_and_arith_options)
 	cr_assert_eq(r.meta.vivify_ttl, 60);
 	cr_assert_eq(r.meta.ttl, 0);
 	cr_assert_eq(r.meta.cas, 9);
+	cr_assert_eq(r.meta.new_cas, 10);
 
 	for (size_t i = 0; modes[i]; i++) {
 		m = (struct proto_bin_meta){ .opts = PROTO_META_MODE,
@@ -2042,7 +2047,6 @@ Test(binary, meta_malformed_options)
 		{ PROTO_OP_META_ARITH, "invalidate", v_true },
 		{ PROTO_OP_META_ARITH, "recache", v_one },
 		{ PROTO_OP_META_ARITH, "nobump", v_true },
-		{ PROTO_OP_META_ARITH, "newcas", v_one },
 		/* wrong types */
 		{ PROTO_OP_META_GET, "v", v_one },
 		{ PROTO_OP_META_GET, "v", v_nil },
