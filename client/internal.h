@@ -88,12 +88,18 @@ struct rhkv__req {
 	int64_t exptime; /* flush_all: the delay */
 	uint64_t cas;
 	uint64_t delta;
+	const struct proto_bin_meta *meta; /* meta ops: the options map */
 };
 
 /* Appends r as one frame with id to sb (through pk, which writes to sb).
  * 0, or RHKV_ENOMEM with sb as it was. */
 int rhkv__encode(msgpack_sbuffer *sb, msgpack_packer *pk, uint64_t id,
 		 const struct rhkv__req *r);
+
+/* Values above the default item size limit: asks the server for its limit
+ * (once per connection), since it closes on a longer frame. 0, or
+ * RHKV_ETOOLARGE or the stats call's error. */
+int rhkv__check_size(rhkv *c, size_t vlen);
 
 /* ---- the connection (conn.c) ---- */
 

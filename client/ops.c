@@ -144,9 +144,7 @@ void rhkv_value_free(struct rhkv_value *v)
 	v->len = 0;
 }
 
-/* Values above the default item size limit: asks the server for its limit
- * once per connection, since it closes on a frame longer than that. */
-static int check_size(rhkv *c, size_t vlen)
+int rhkv__check_size(rhkv *c, size_t vlen)
 {
 	struct rhkv_stat *st;
 	size_t n;
@@ -181,7 +179,7 @@ static int store(rhkv *c, struct rhkv__req *r, uint64_t *cas_out)
 		return RHKV_EINVAL;
 	if (!proto_bin_key_ok(r->key, r->klen))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
-	rc = check_size(c, r->vlen);
+	rc = rhkv__check_size(c, r->vlen);
 	if (rc == 0)
 		rc = rhkv__call(c, r, on_number, &o);
 	if (rc == 0)
@@ -195,7 +193,7 @@ int rhkv_set(rhkv *c, const void *key, size_t klen, const void *val,
 	     size_t vlen, uint32_t flags, int64_t exptime, uint64_t *cas_out)
 {
 	struct rhkv__req r = { PROTO_OP_SET, key,     klen, val, vlen,
-			       flags,	     exptime, 0,    0 };
+			       flags,	     exptime, 0,    0,	 NULL };
 
 	return store(c, &r, cas_out);
 }
@@ -204,7 +202,7 @@ int rhkv_add(rhkv *c, const void *key, size_t klen, const void *val,
 	     size_t vlen, uint32_t flags, int64_t exptime, uint64_t *cas_out)
 {
 	struct rhkv__req r = { PROTO_OP_ADD, key,     klen, val, vlen,
-			       flags,	     exptime, 0,    0 };
+			       flags,	     exptime, 0,    0,	 NULL };
 
 	return store(c, &r, cas_out);
 }
@@ -214,7 +212,7 @@ int rhkv_replace(rhkv *c, const void *key, size_t klen, const void *val,
 		 uint64_t *cas_out)
 {
 	struct rhkv__req r = { PROTO_OP_REPLACE, key, klen, val, vlen, flags,
-			       exptime,		 0,   0 };
+			       exptime,		 0,   0,    NULL };
 
 	return store(c, &r, cas_out);
 }
@@ -223,7 +221,7 @@ int rhkv_append(rhkv *c, const void *key, size_t klen, const void *val,
 		size_t vlen, uint64_t *cas_out)
 {
 	struct rhkv__req r = {
-		PROTO_OP_APPEND, key, klen, val, vlen, 0, 0, 0, 0
+		PROTO_OP_APPEND, key, klen, val, vlen, 0, 0, 0, 0, NULL
 	};
 
 	return store(c, &r, cas_out);
@@ -233,7 +231,7 @@ int rhkv_prepend(rhkv *c, const void *key, size_t klen, const void *val,
 		 size_t vlen, uint64_t *cas_out)
 {
 	struct rhkv__req r = {
-		PROTO_OP_PREPEND, key, klen, val, vlen, 0, 0, 0, 0
+		PROTO_OP_PREPEND, key, klen, val, vlen, 0, 0, 0, 0, NULL
 	};
 
 	return store(c, &r, cas_out);
@@ -244,7 +242,7 @@ int rhkv_cas(rhkv *c, const void *key, size_t klen, const void *val,
 	     uint64_t *cas_out)
 {
 	struct rhkv__req r = { PROTO_OP_CAS, key,     klen, val, vlen,
-			       flags,	     exptime, cas,  0 };
+			       flags,	     exptime, cas,  0,	 NULL };
 
 	return store(c, &r, cas_out);
 }

@@ -107,7 +107,7 @@ long rhkv_pipeline_set(rhkv_pipeline *p, const void *key, size_t klen,
 		       int64_t exptime)
 {
 	struct rhkv__req r = { PROTO_OP_SET, key,     klen, val, vlen,
-			       flags,	     exptime, 0,    0 };
+			       flags,	     exptime, 0,    0,	 NULL };
 
 	return queue(p, &r);
 }

@@ -140,6 +140,113 @@ struct rhkv_stat {
 int rhkv_stats(rhkv *c, const char *group, struct rhkv_stat **stats, size_t *n);
 void rhkv_stats_free(struct rhkv_stat *stats, size_t n);
 
+/* ---- meta commands: stale-while-revalidate, stampede-safe caching ----
+ *
+ * memcached's meta commands (mg, ms, md, ma), over the binary protocol's
+ * meta ops. An options struct zero-initialised (or NULL) means the
+ * defaults; each field says what its non-zero value does.
+ *
+ * A read-through cache in which one client at a time recomputes a value:
+ * get with want_value, vivify_ttl and recache_ttl, then
+ *   won                          compute, rhkv_meta_set() it, use it;
+ *   stale or (won_by_other and a value)
+ *                                use the value while the winner
+ *                                recomputes it;
+ *   won_by_other, not stale, empty value
+ *                                the winner's placeholder: retry shortly;
+ *   else                         a hit.
+ * (client/examples/read_through.c; a cache whose values may be empty
+ * should store them with a byte of its own, so as to tell them from the
+ * placeholder.)
+ */
+
+struct rhkv_mget_opts {
+	int want_value;	     /* 1: the value's bytes (else metadata only) */
+	int no_bump;	     /* 1: the read counts as no access */
+	int touch;	     /* 1: set the item's exptime to touch_ttl */
+	int64_t touch_ttl;   /* an exptime, as rhkv_set's */
+	int64_t vivify_ttl;  /* > 0: on a miss create an empty placeholder
+				with this exptime; this caller wins */
+	int64_t recache_ttl; /* > 0: win (once) when the item has fewer
+				seconds than this left */
+};
+
+/* What a meta get found. */
+struct rhkv_meta {
+	/* The value (data NULL unless asked for and found; free it with
+	 * rhkv_value_free(&m.value)); flags and cas are set on a hit even
+	 * when the bytes were not asked for. */
+	struct rhkv_value value;
+	int64_t ttl;	      /* seconds left; -1: none */
+	uint32_t size;	      /* bytes of value */
+	uint32_t last_access; /* seconds since, before this read */
+	int hit_before;	      /* fetched before this read */
+	int won;	      /* this caller should recompute and store */
+	int stale;	      /* the value was invalidated */
+	int won_by_other;     /* another caller won and is recomputing */
+};
+
+/*
+ * Reads key with memcached's meta get: 0 on a hit, RHKV_ENOTFOUND on a
+ * miss; *out is filled in both cases (a miss may still say won). o may be
+ * NULL: the metadata only, no value.
+ */
+int rhkv_meta_get(rhkv *c, const void *key, size_t klen,
+		  const struct rhkv_mget_opts *o, struct rhkv_meta *out);
+
+struct rhkv_mset_opts {
+	/* 0 or 'S' set, 'E' add, 'A' append, 'P' prepend, 'R' replace. */
+	char mode;
+	uint32_t flags;
+	int64_t ttl;	  /* the exptime (0: never) */
+	uint64_t cas;	  /* != 0: store only if the item's cas is this */
+	uint64_t new_cas; /* != 0: the stored item's cas */
+	/* 1, with cas: a cas lower than the item's is accepted and the item
+	 * is stored stale (a late writer must not win over a newer one). */
+	int invalidate;
+	int64_t vivify_ttl; /* > 0, modes 'A' and 'P': a missing item is
+			       created from val, with this exptime */
+};
+
+/* Stores key = val. 0 (cas_out, may be NULL, takes the new cas), or
+ * RHKV_ENOTSTORED (the mode's condition), RHKV_EEXISTS (cas differs),
+ * RHKV_ENOTFOUND (cas given, no item). o may be NULL: a plain set. */
+int rhkv_meta_set(rhkv *c, const void *key, size_t klen, const void *val,
+		  size_t vlen, const struct rhkv_mset_opts *o,
+		  uint64_t *cas_out);
+
+struct rhkv_mdelete_opts {
+	/* 1: keep the item, mark it stale (the next meta get wins and the
+	 * others are served the stale value) and give it a new cas. */
+	int invalidate;
+	uint64_t cas;	  /* != 0: only if the item's cas is this */
+	int64_t ttl;	  /* != 0, with invalidate: the stale item's exptime */
+	uint64_t new_cas; /* != 0, with invalidate: its new cas */
+};
+
+/* Deletes (or invalidates) key: 0, RHKV_ENOTFOUND or RHKV_EEXISTS. o may
+ * be NULL: a plain delete. */
+int rhkv_meta_delete(rhkv *c, const void *key, size_t klen,
+		     const struct rhkv_mdelete_opts *o);
+
+struct rhkv_marith_opts {
+	int decr;	    /* 1: subtract (not below 0); else add */
+	uint64_t cas;	    /* != 0: only if the item's cas is this */
+	int64_t vivify_ttl; /* > 0: on a miss create the item as initial,
+				with this exptime */
+	uint64_t initial;
+	int touch; /* 1: set the item's exptime to touch_ttl */
+	int64_t touch_ttl;
+	uint64_t new_cas; /* != 0: the item's cas after the change */
+};
+
+/* Adds delta to (or subtracts it from) the number at key: 0 with *value
+ * and *cas_out (either may be NULL), or RHKV_ENOTFOUND, RHKV_EEXISTS,
+ * RHKV_ENONNUMERIC, RHKV_ENOTSTORED. o may be NULL: a plain incr. */
+int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
+		    const struct rhkv_marith_opts *o, uint64_t *value,
+		    uint64_t *cas_out);
+
 /* ---- multi-key and pipelines ---- */
 
 /*

@@ -106,6 +106,12 @@ static uint32_t nargs(uint32_t op, const struct rhkv__req *r)
 		return 0;
 	case PROTO_OP_STATS:
 		return r->key ? 1 : 0;
+	case PROTO_OP_META_SET: /* key, value, options */
+		return 3;
+	case PROTO_OP_META_GET:
+	case PROTO_OP_META_DELETE:
+	case PROTO_OP_META_ARITH: /* key, options */
+		return 2;
 	default: /* get, gets, delete, flush_all, auth */
 		return 1;
 	}
@@ -146,6 +152,16 @@ static int pack(msgpack_packer *pk, uint64_t id, const struct rhkv__req *r)
 	case PROTO_OP_TOUCH:
 	case PROTO_OP_GAT:
 		e |= msgpack_pack_int64(pk, r->exptime);
+		break;
+	case PROTO_OP_META_SET:
+		e |= msgpack_pack_bin(pk, r->vlen);
+		e |= msgpack_pack_bin_body(pk, r->val, r->vlen);
+		e |= proto_bin_pack_meta_opts(pk, r->meta);
+		break;
+	case PROTO_OP_META_GET:
+	case PROTO_OP_META_DELETE:
+	case PROTO_OP_META_ARITH:
+		e |= proto_bin_pack_meta_opts(pk, r->meta);
 		break;
 	default:
 		break;

@@ -31,6 +31,10 @@ static const char *const op_names[PROTO_OP_MAX + 1] = {
 	[PROTO_OP_NOOP] = "noop",
 	[PROTO_OP_QUIT] = "quit",
 	[PROTO_OP_AUTH] = "auth",
+	[PROTO_OP_META_GET] = "meta_get",
+	[PROTO_OP_META_SET] = "meta_set",
+	[PROTO_OP_META_DELETE] = "meta_delete",
+	[PROTO_OP_META_ARITH] = "meta_arith",
 };
 
 static const char *const status_names[PROTO_ST_MAX + 1] = {
@@ -336,17 +340,19 @@ static const msgpack_object *opt(const msgpack_object_array *a, uint32_t i)
 static const struct {
 	uint8_t min, max;
 } arity[PROTO_OP_MAX + 1] = {
-	[PROTO_OP_GET] = { 1, 1 },	 [PROTO_OP_GETS] = { 1, 1 },
-	[PROTO_OP_MGET] = { 1, 1 },	 [PROTO_OP_SET] = { 2, 4 },
-	[PROTO_OP_ADD] = { 2, 4 },	 [PROTO_OP_REPLACE] = { 2, 4 },
-	[PROTO_OP_APPEND] = { 2, 2 },	 [PROTO_OP_PREPEND] = { 2, 2 },
-	[PROTO_OP_CAS] = { 5, 5 },	 [PROTO_OP_DELETE] = { 1, 1 },
-	[PROTO_OP_INCR] = { 2, 2 },	 [PROTO_OP_DECR] = { 2, 2 },
-	[PROTO_OP_TOUCH] = { 2, 2 },	 [PROTO_OP_GAT] = { 2, 2 },
-	[PROTO_OP_FLUSH_ALL] = { 0, 1 }, [PROTO_OP_SCAN] = { 1, 3 },
-	[PROTO_OP_STATS] = { 0, 1 },	 [PROTO_OP_VERSION] = { 0, 0 },
-	[PROTO_OP_NOOP] = { 0, 0 },	 [PROTO_OP_QUIT] = { 0, 0 },
-	[PROTO_OP_AUTH] = { 1, 1 },
+	[PROTO_OP_GET] = { 1, 1 },	  [PROTO_OP_GETS] = { 1, 1 },
+	[PROTO_OP_MGET] = { 1, 1 },	  [PROTO_OP_SET] = { 2, 4 },
+	[PROTO_OP_ADD] = { 2, 4 },	  [PROTO_OP_REPLACE] = { 2, 4 },
+	[PROTO_OP_APPEND] = { 2, 2 },	  [PROTO_OP_PREPEND] = { 2, 2 },
+	[PROTO_OP_CAS] = { 5, 5 },	  [PROTO_OP_DELETE] = { 1, 1 },
+	[PROTO_OP_INCR] = { 2, 2 },	  [PROTO_OP_DECR] = { 2, 2 },
+	[PROTO_OP_TOUCH] = { 2, 2 },	  [PROTO_OP_GAT] = { 2, 2 },
+	[PROTO_OP_FLUSH_ALL] = { 0, 1 },  [PROTO_OP_SCAN] = { 1, 3 },
+	[PROTO_OP_STATS] = { 0, 1 },	  [PROTO_OP_VERSION] = { 0, 0 },
+	[PROTO_OP_NOOP] = { 0, 0 },	  [PROTO_OP_QUIT] = { 0, 0 },
+	[PROTO_OP_AUTH] = { 1, 1 },	  [PROTO_OP_META_GET] = { 1, 2 },
+	[PROTO_OP_META_SET] = { 2, 3 },	  [PROTO_OP_META_DELETE] = { 1, 2 },
+	[PROTO_OP_META_ARITH] = { 1, 2 },
 };
 
 static bool has_key(uint32_t op)
@@ -363,6 +369,180 @@ static bool has_key(uint32_t op)
 		*error = (msg);          \
 		return PROTO_BIN_REJECT; \
 	} while (0)
+
+/* ---- meta options ---- */
+
+/* Which meta ops take an option: bit (op - PROTO_OP_META_GET). */
+#define MG (1u << 0)
+#define MS (1u << 1)
+#define MD (1u << 2)
+#define MA (1u << 3)
+
+enum opt_type { OT_BOOL, OT_INT, OT_UINT, OT_U32, OT_MODE };
+
+static const struct meta_opt {
+	const char *name;
+	uint32_t bit;
+	enum opt_type type;
+	uint32_t ops;
+	const char *bad; /* the reject message of a wrong value */
+} meta_opts[] = {
+	{ "v", PROTO_META_VALUE, OT_BOOL, MG | MA, "v: not a boolean" },
+	{ "ttl", PROTO_META_TTL, OT_INT, MG | MS | MD | MA,
+	  "ttl: not an integer" },
+	{ "vivify", PROTO_META_VIVIFY, OT_INT, MG | MS | MA,
+	  "vivify: not an integer" },
+	{ "recache", PROTO_META_RECACHE, OT_INT, MG,
+	  "recache: not an integer" },
+	{ "nobump", PROTO_META_NOBUMP, OT_BOOL, MG, "nobump: not a boolean" },
+	{ "cas", PROTO_META_CAS, OT_UINT, MS | MD | MA,
+	  "cas: not an unsigned integer" },
+	{ "newcas", PROTO_META_NEW_CAS, OT_UINT, MG | MS | MD | MA,
+	  "newcas: not an unsigned integer" },
+	{ "mode", PROTO_META_MODE, OT_MODE, MS | MA,
+	  "mode: not one of S E A P R (set) or I D + - (arithmetic)" },
+	{ "flags", PROTO_META_FLAGS, OT_U32, MS,
+	  "flags: not a 32-bit unsigned integer" },
+	{ "invalidate", PROTO_META_INVALIDATE, OT_BOOL, MS | MD,
+	  "invalidate: not a boolean" },
+	{ "delta", PROTO_META_DELTA, OT_UINT, MA,
+	  "delta: not an unsigned integer" },
+	{ "initial", PROTO_META_INITIAL, OT_UINT, MA,
+	  "initial: not an unsigned integer" },
+};
+
+#define N_META_OPTS (sizeof(meta_opts) / sizeof(meta_opts[0]))
+
+static const struct meta_opt *meta_opt_find(const char *p, uint32_t n)
+{
+	for (size_t i = 0; i < N_META_OPTS; i++)
+		if (strlen(meta_opts[i].name) == n &&
+		    memcmp(meta_opts[i].name, p, n) == 0)
+			return &meta_opts[i];
+	return NULL;
+}
+
+/* A mode letter for op, upper case; 0 when op does not take it. */
+static char meta_mode(uint32_t op, const msgpack_object *o)
+{
+	struct proto_bin_bytes b;
+	char ch;
+
+	if (!get_bytes(o, &b) || b.n != 1)
+		return 0;
+	ch = b.p[0];
+	if (ch >= 'a' && ch <= 'z')
+		ch = (char)(ch - 'a' + 'A');
+	if (op == PROTO_OP_META_SET)
+		return ch && strchr("SEAPR", ch) ? ch : 0;
+	if (ch == '+')
+		return 'I';
+	if (ch == '-')
+		return 'D';
+	return ch == 'I' || ch == 'D' ? ch : 0;
+}
+
+/* One option's value into m; false when it has the wrong type. */
+static bool meta_opt_value(uint32_t op, const struct meta_opt *d,
+			   const msgpack_object *o, struct proto_bin_meta *m)
+{
+	uint64_t u = 0;
+	int64_t i = 0;
+
+	switch (d->type) {
+	case OT_BOOL:
+		if (o->type != MSGPACK_OBJECT_BOOLEAN)
+			return false;
+		if (o->via.boolean)
+			m->opts |= d->bit;
+		return true;
+	case OT_INT:
+		if (!get_i64(o, &i))
+			return false;
+		break;
+	case OT_UINT:
+		if (!get_u64(o, &u))
+			return false;
+		break;
+	case OT_U32:
+		if (!get_u64(o, &u) || u > UINT32_MAX)
+			return false;
+		break;
+	case OT_MODE:
+		m->mode = meta_mode(op, o);
+		if (!m->mode)
+			return false;
+		break;
+	}
+	m->opts |= d->bit;
+	switch (d->bit) {
+	case PROTO_META_TTL:
+		m->ttl = i;
+		break;
+	case PROTO_META_VIVIFY:
+		m->vivify_ttl = i;
+		break;
+	case PROTO_META_RECACHE:
+		m->recache_ttl = i;
+		break;
+	case PROTO_META_CAS:
+		m->cas = u;
+		break;
+	case PROTO_META_NEW_CAS:
+		m->new_cas = u;
+		break;
+	case PROTO_META_FLAGS:
+		m->flags = (uint32_t)u;
+		break;
+	case PROTO_META_DELTA:
+		m->delta = u;
+		break;
+	case PROTO_META_INITIAL:
+		m->initial = u;
+		break;
+	default:
+		break;
+	}
+	return true;
+}
+
+/* A meta op's options map (o NULL: none given). Strict: see binary.h. The
+ * map's size is bounded by the shape check (bytes present) and here. */
+static enum proto_bin_result meta_options(uint32_t op, const msgpack_object *o,
+					  struct proto_bin_meta *m,
+					  uint32_t *status, const char **error)
+{
+	uint32_t seen = 0, opmask = 1u << (op - PROTO_OP_META_GET);
+
+	m->delta = 1;
+	if (!o)
+		return PROTO_BIN_OK;
+	if (o->type != MSGPACK_OBJECT_MAP)
+		REJECT(PROTO_ST_BAD_REQUEST, "options: not a map");
+	if (o->via.map.size > PROTO_BIN_META_OPTS_MAX)
+		REJECT(PROTO_ST_BAD_REQUEST, "options: too many");
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		const msgpack_object_kv *kv = &o->via.map.ptr[i];
+		const struct meta_opt *d;
+		struct proto_bin_bytes k;
+
+		if (!get_bytes(&kv->key, &k))
+			REJECT(PROTO_ST_BAD_REQUEST,
+			       "option: key not a string");
+		d = meta_opt_find(k.p, k.n);
+		if (!d)
+			REJECT(PROTO_ST_BAD_REQUEST, "option: unknown");
+		if (!(d->ops & opmask))
+			REJECT(PROTO_ST_BAD_REQUEST,
+			       "option: not taken by this op");
+		if (seen & d->bit)
+			REJECT(PROTO_ST_BAD_REQUEST, "option: given twice");
+		seen |= d->bit;
+		if (!meta_opt_value(op, d, &kv->val, m))
+			REJECT(PROTO_ST_BAD_REQUEST, d->bad);
+	}
+	return PROTO_BIN_OK;
+}
 
 /* The arguments of req->op from a[2..]; op, id and arity are checked. */
 static enum proto_bin_result args(const msgpack_object_array *a,
@@ -450,6 +630,21 @@ static enum proto_bin_result args(const msgpack_object_array *a,
 		if (!get_bytes(&a->ptr[2], &r->text))
 			REJECT(PROTO_ST_BAD_REQUEST, "password: not a string");
 		break;
+	case PROTO_OP_META_SET:
+		if (!get_bytes(&a->ptr[3], &r->value))
+			REJECT(PROTO_ST_BAD_REQUEST, "value: not bin or str");
+		/* The options first: a too large value is answered TOO_LARGE
+		 * only for a request that is otherwise well formed. */
+		if (meta_options(r->op, opt(a, 4), &r->meta, status, error))
+			return PROTO_BIN_REJECT;
+		if (r->value.n > max_value)
+			REJECT(PROTO_ST_TOO_LARGE,
+			       "object too large for cache");
+		break;
+	case PROTO_OP_META_GET:
+	case PROTO_OP_META_DELETE:
+	case PROTO_OP_META_ARITH:
+		return meta_options(r->op, opt(a, 3), &r->meta, status, error);
 	default:
 		break;
 	}
@@ -495,6 +690,98 @@ enum proto_bin_result proto_bin_decode_reply(struct proto_bin_decoder *d,
 	return PROTO_BIN_OK;
 }
 
+/* The entries of a meta reply's map, in the order they are packed. */
+static const struct {
+	const char *name;
+	uint32_t field;
+} reply_keys[] = {
+	{ "flags", PROTO_MR_FLAGS }, { "cas", PROTO_MR_CAS },
+	{ "ttl", PROTO_MR_TTL },     { "size", PROTO_MR_SIZE },
+	{ "la", PROTO_MR_LA },	     { "hit", PROTO_MR_HIT },
+	{ "won", PROTO_MR_WON },     { "stale", PROTO_MR_STALE },
+	{ "wonby", PROTO_MR_WONBY }, { "value", PROTO_MR_VALUE },
+};
+
+#define N_REPLY_KEYS (sizeof(reply_keys) / sizeof(reply_keys[0]))
+
+static bool get_u32(const msgpack_object *o, uint32_t *v)
+{
+	uint64_t u;
+
+	if (!get_u64(o, &u) || u > UINT32_MAX)
+		return false;
+	*v = (uint32_t)u;
+	return true;
+}
+
+/* One known entry of a meta reply into m. */
+static bool meta_reply_entry(uint32_t field, const msgpack_object *o,
+			     struct proto_bin_meta_reply *m)
+{
+	bool ok = true;
+
+	switch (field) {
+	case PROTO_MR_FLAGS:
+		ok = get_u32(o, &m->flags);
+		break;
+	case PROTO_MR_CAS:
+		ok = get_u64(o, &m->cas);
+		break;
+	case PROTO_MR_TTL:
+		ok = get_i64(o, &m->ttl);
+		break;
+	case PROTO_MR_SIZE:
+		ok = get_u32(o, &m->size);
+		break;
+	case PROTO_MR_LA:
+		ok = get_u32(o, &m->last_access);
+		break;
+	case PROTO_MR_VALUE:
+		if (get_u64(o, &m->number)) {
+			m->fields |= PROTO_MR_NUMBER;
+			return true;
+		}
+		ok = get_bytes(o, &m->value);
+		break;
+	default: /* the booleans */
+		if (o->type != MSGPACK_OBJECT_BOOLEAN)
+			return false;
+		if (field == PROTO_MR_HIT)
+			m->hit = o->via.boolean;
+		else if (!o->via.boolean)
+			return true; /* false: as if absent */
+		break;
+	}
+	if (ok)
+		m->fields |= field;
+	return ok;
+}
+
+bool proto_bin_meta_reply_decode(const msgpack_object *o,
+				 struct proto_bin_meta_reply *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (o->type == MSGPACK_OBJECT_NIL)
+		return true;
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return false;
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		const msgpack_object_kv *kv = &o->via.map.ptr[i];
+		struct proto_bin_bytes k;
+		uint32_t field = 0;
+
+		if (!get_bytes(&kv->key, &k))
+			return false;
+		for (size_t j = 0; j < N_REPLY_KEYS && !field; j++)
+			if (strlen(reply_keys[j].name) == k.n &&
+			    memcmp(reply_keys[j].name, k.p, k.n) == 0)
+				field = reply_keys[j].field;
+		if (field && !meta_reply_entry(field, &kv->val, m))
+			return false;
+	}
+	return true;
+}
+
 /* ---- encoding ---- */
 
 size_t proto_bin_begin(msgpack_sbuffer *sb)
@@ -531,4 +818,118 @@ void proto_bin_pack_request_head(msgpack_packer *pk, uint32_t op, uint64_t id,
 	msgpack_pack_array(pk, 2 + nargs);
 	msgpack_pack_uint32(pk, op);
 	msgpack_pack_uint64(pk, id);
+}
+
+static int pack_cstr(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	return msgpack_pack_str(pk, n) | msgpack_pack_str_body(pk, s, n);
+}
+
+int proto_bin_pack_meta_opts(msgpack_packer *pk, const struct proto_bin_meta *m)
+{
+	uint32_t n = 0;
+	int e;
+
+	for (size_t i = 0; i < N_META_OPTS; i++)
+		n += !!(m->opts & meta_opts[i].bit);
+	e = msgpack_pack_map(pk, n);
+	for (size_t i = 0; i < N_META_OPTS; i++) {
+		const struct meta_opt *d = &meta_opts[i];
+
+		if (!(m->opts & d->bit))
+			continue;
+		e |= pack_cstr(pk, d->name);
+		switch (d->bit) {
+		case PROTO_META_TTL:
+			e |= msgpack_pack_int64(pk, m->ttl);
+			break;
+		case PROTO_META_VIVIFY:
+			e |= msgpack_pack_int64(pk, m->vivify_ttl);
+			break;
+		case PROTO_META_RECACHE:
+			e |= msgpack_pack_int64(pk, m->recache_ttl);
+			break;
+		case PROTO_META_CAS:
+			e |= msgpack_pack_uint64(pk, m->cas);
+			break;
+		case PROTO_META_NEW_CAS:
+			e |= msgpack_pack_uint64(pk, m->new_cas);
+			break;
+		case PROTO_META_FLAGS:
+			e |= msgpack_pack_uint32(pk, m->flags);
+			break;
+		case PROTO_META_DELTA:
+			e |= msgpack_pack_uint64(pk, m->delta);
+			break;
+		case PROTO_META_INITIAL:
+			e |= msgpack_pack_uint64(pk, m->initial);
+			break;
+		case PROTO_META_MODE:
+			e |= msgpack_pack_str(pk, 1);
+			e |= msgpack_pack_str_body(pk, &m->mode, 1);
+			break;
+		default: /* the booleans */
+			e |= msgpack_pack_true(pk);
+			break;
+		}
+	}
+	return e;
+}
+
+int proto_bin_pack_meta_reply(msgpack_packer *pk,
+			      const struct proto_bin_meta_reply *m,
+			      bool value_body)
+{
+	uint32_t fields = m->fields, n = 0;
+	int e;
+
+	if (fields & PROTO_MR_NUMBER) /* "value", packed as the number */
+		fields |= PROTO_MR_VALUE;
+	for (size_t i = 0; i < N_REPLY_KEYS; i++)
+		n += !!(fields & reply_keys[i].field);
+	e = msgpack_pack_map(pk, n);
+	for (size_t i = 0; i < N_REPLY_KEYS; i++) {
+		uint32_t f = reply_keys[i].field;
+
+		if (!(fields & f))
+			continue;
+		e |= pack_cstr(pk, reply_keys[i].name);
+		switch (f) {
+		case PROTO_MR_FLAGS:
+			e |= msgpack_pack_uint32(pk, m->flags);
+			break;
+		case PROTO_MR_CAS:
+			e |= msgpack_pack_uint64(pk, m->cas);
+			break;
+		case PROTO_MR_TTL:
+			e |= msgpack_pack_int64(pk, m->ttl);
+			break;
+		case PROTO_MR_SIZE:
+			e |= msgpack_pack_uint32(pk, m->size);
+			break;
+		case PROTO_MR_LA:
+			e |= msgpack_pack_uint32(pk, m->last_access);
+			break;
+		case PROTO_MR_HIT:
+			e |= m->hit ? msgpack_pack_true(pk)
+				    : msgpack_pack_false(pk);
+			break;
+		case PROTO_MR_VALUE:
+			if (m->fields & PROTO_MR_NUMBER) {
+				e |= msgpack_pack_uint64(pk, m->number);
+				break;
+			}
+			e |= msgpack_pack_bin(pk, m->value.n);
+			if (value_body)
+				e |= msgpack_pack_bin_body(pk, m->value.p,
+							   m->value.n);
+			break;
+		default: /* won, stale, wonby: present only when true */
+			e |= msgpack_pack_true(pk);
+			break;
+		}
+	}
+	return e;
 }

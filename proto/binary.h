@@ -25,7 +25,8 @@
 /* A frame body may exceed the item size limit by this much (key, fields). */
 #define PROTO_BIN_SLACK 4096u
 /* Deepest nesting a valid request or reply needs (reply payloads with
- * mget entries: [id, status, [[flags, value, cas], ...]] = 3). */
+ * mget entries: [id, status, [[flags, value, cas], ...]] = 3; a meta
+ * request's options map and a meta reply's map take 2). */
 #define PROTO_BIN_MAX_DEPTH 4u
 #define PROTO_BIN_KEY_MAX   250u
 
@@ -52,7 +53,13 @@ enum proto_bin_op {
 	PROTO_OP_NOOP = 19,    /* -> nil (ping) */
 	PROTO_OP_QUIT = 20,    /* -> nil, then the server closes */
 	PROTO_OP_AUTH = 21,    /* password -> nil (reserved) */
-	PROTO_OP_MAX = 21,
+	/* memcached's meta commands: key[, value], options map -> result map
+	 * (struct proto_bin_meta; PROTOCOL.md, "Meta operations"). */
+	PROTO_OP_META_GET = 22,	   /* key[, {opts}] */
+	PROTO_OP_META_SET = 23,	   /* key, value[, {opts}] */
+	PROTO_OP_META_DELETE = 24, /* key[, {opts}] */
+	PROTO_OP_META_ARITH = 25,  /* key[, {opts}] */
+	PROTO_OP_MAX = 25,
 };
 
 /* Reply statuses (reply element 1). Wire values: never reorder. */
@@ -69,6 +76,44 @@ enum proto_bin_status {
 	PROTO_ST_SERVER_ERROR = 9,  /* payload: why */
 	PROTO_ST_AUTH_REQUIRED = 10,
 	PROTO_ST_MAX = 10,
+};
+
+/*
+ * A meta request's options map: string keys, each allowed in some of the
+ * four meta ops (PROTOCOL.md has the table). Which ones were given is in
+ * opts; a boolean option given as false counts as absent. Any other key,
+ * a key twice, a value of the wrong type or an option the op does not take
+ * is a BAD_REQUEST: options that change what a write does must never be
+ * ignored.
+ */
+enum proto_bin_meta_opt {
+	PROTO_META_VALUE = 1u << 0,   /* "v": true: the value comes back */
+	PROTO_META_TTL = 1u << 1,     /* "ttl": exptime (touch, store) */
+	PROTO_META_VIVIFY = 1u << 2,  /* "vivify": exptime of a created item */
+	PROTO_META_RECACHE = 1u << 3, /* "recache": win below this TTL */
+	PROTO_META_NOBUMP = 1u << 4,  /* "nobump": true: not an access */
+	PROTO_META_CAS = 1u << 5,     /* "cas": compare */
+	PROTO_META_NEW_CAS = 1u << 6, /* "newcas": the written item's cas */
+	PROTO_META_MODE = 1u << 7,    /* "mode": one letter */
+	PROTO_META_FLAGS = 1u << 8,   /* "flags": 32-bit client flags */
+	PROTO_META_INVALIDATE = 1u << 9, /* "invalidate": true: mark stale */
+	PROTO_META_DELTA = 1u << 10,	 /* "delta": arithmetic's operand */
+	PROTO_META_INITIAL = 1u << 11,	 /* "initial": a created counter */
+};
+
+/* At most this many entries in an options map (each key once). */
+#define PROTO_BIN_META_OPTS_MAX 12u
+
+struct proto_bin_meta {
+	uint32_t opts; /* PROTO_META_* given */
+	/* "mode", upper case: set S (default) E A P R; arithmetic I (incr,
+	 * default) D; "+" and "-" arrive as I and D. 0 when not given. */
+	char mode;
+	uint32_t flags;
+	int64_t ttl, vivify_ttl, recache_ttl;
+	uint64_t cas, new_cas;
+	uint64_t delta; /* 1 unless given */
+	uint64_t initial;
 };
 
 /* Name of an op or status ("?" when unknown), for messages. */
@@ -113,7 +158,14 @@ struct proto_bin_req {
 	struct proto_bin_bytes text;  /* stats: group; auth: password */
 	const msgpack_object *keys;   /* mget: nkeys str/bin objects */
 	uint32_t nkeys;
+	struct proto_bin_meta meta; /* meta ops */
 };
+
+/* Whether op is one of the four meta ops. */
+static inline bool proto_bin_op_is_meta(uint32_t op)
+{
+	return op >= PROTO_OP_META_GET && op <= PROTO_OP_META_ARITH;
+}
 
 enum proto_bin_result {
 	PROTO_BIN_OK,
@@ -170,6 +222,46 @@ enum proto_bin_result proto_bin_decode_reply(struct proto_bin_decoder *d,
 					     const char *body, size_t n,
 					     struct proto_bin_reply *reply);
 
+/*
+ * A meta reply's payload: a map of what the server knows (PROTOCOL.md).
+ * fields says which entries are present; booleans won, stale and wonby
+ * are sent only when true. "value" is bin for a meta get and an unsigned
+ * integer for meta arithmetic.
+ */
+enum proto_bin_meta_field {
+	PROTO_MR_FLAGS = 1u << 0,   /* "flags" */
+	PROTO_MR_CAS = 1u << 1,	    /* "cas" */
+	PROTO_MR_TTL = 1u << 2,	    /* "ttl": seconds left, -1 none */
+	PROTO_MR_SIZE = 1u << 3,    /* "size": value bytes */
+	PROTO_MR_LA = 1u << 4,	    /* "la": seconds since the last access */
+	PROTO_MR_HIT = 1u << 5,	    /* "hit": fetched before this request */
+	PROTO_MR_WON = 1u << 6,	    /* "won": this client recomputes */
+	PROTO_MR_STALE = 1u << 7,   /* "stale": the item was invalidated */
+	PROTO_MR_WONBY = 1u << 8,   /* "wonby": another client won already */
+	PROTO_MR_VALUE = 1u << 9,   /* "value": bin (meta get) */
+	PROTO_MR_NUMBER = 1u << 10, /* "value": uint (meta arithmetic) */
+};
+
+struct proto_bin_meta_reply {
+	uint32_t fields; /* PROTO_MR_* present */
+	uint32_t flags;
+	uint64_t cas;
+	int64_t ttl;
+	uint32_t size;
+	uint32_t last_access;
+	bool hit;
+	struct proto_bin_bytes value;
+	uint64_t number;
+};
+
+/*
+ * Reads a meta reply's payload (nil reads as an empty map). Keys it does
+ * not know are skipped, so that a server may add entries; a known key
+ * with a value of the wrong type is false (a broken reply).
+ */
+bool proto_bin_meta_reply_decode(const msgpack_object *o,
+				 struct proto_bin_meta_reply *m);
+
 /* ---- encoding: frames appended to a msgpack_sbuffer ---- */
 
 /*
@@ -188,5 +280,20 @@ void proto_bin_pack_reply_head(msgpack_packer *pk, uint64_t id,
  * packs the nargs arguments. */
 void proto_bin_pack_request_head(msgpack_packer *pk, uint32_t op, uint64_t id,
 				 uint32_t nargs);
+
+/* Packs a meta request's options map: the options in m->opts (booleans as
+ * true). The packer's error, or 0. */
+int proto_bin_pack_meta_opts(msgpack_packer *pk,
+			     const struct proto_bin_meta *m);
+
+/*
+ * Packs a meta reply's map. "value" comes last; with PROTO_MR_VALUE and
+ * value_body false only its bin header is packed, and the caller appends
+ * m->value.n bytes of value after it (the server sends large values by
+ * reference). The packer's error, or 0.
+ */
+int proto_bin_pack_meta_reply(msgpack_packer *pk,
+			      const struct proto_bin_meta_reply *m,
+			      bool value_body);
 
 #endif

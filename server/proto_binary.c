@@ -24,6 +24,7 @@ struct bin_state {
 	msgpack_packer pk;
 	struct proto_bin_decoder dec[2];
 	struct proto_bin_req req[2];
+	struct req_meta meta[2]; /* a meta request's r->meta, per slot */
 	/* scan keys and stats entries, packed before their count is known */
 	msgpack_sbuffer scratch;
 	msgpack_packer spk;
@@ -132,6 +133,10 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_OP_NOOP] = REQ_NOOP,
 	[PROTO_OP_QUIT] = REQ_QUIT,
 	[PROTO_OP_AUTH] = REQ_AUTH,
+	[PROTO_OP_META_GET] = REQ_MGET,
+	[PROTO_OP_META_SET] = REQ_MSET,
+	[PROTO_OP_META_DELETE] = REQ_MDELETE,
+	[PROTO_OP_META_ARITH] = REQ_MARITH,
 };
 
 static struct cache_key bytes(struct proto_bin_bytes b)
@@ -166,7 +171,58 @@ static bool mget_key(const struct request *r, uint32_t *pos,
 	return true;
 }
 
-static void fill(struct request *r, const struct proto_bin_req *q)
+/*
+ * A meta op's options as the executor takes them. A meta get always
+ * returns all it knows of the item (a few bytes, where asking for them
+ * would take another round trip), the value only when "v" asks for it.
+ */
+static void fill_meta(struct request *r, const struct proto_bin_req *q,
+		      struct req_meta *m)
+{
+	const struct proto_bin_meta *o = &q->meta;
+	uint32_t ret = 0;
+
+	switch (q->op) {
+	case PROTO_OP_META_GET:
+		ret = META_RET_CAS | META_RET_FLAGS | META_RET_HIT |
+		      META_RET_LAST | META_RET_SIZE | META_RET_TTL;
+		break;
+	case PROTO_OP_META_SET:
+		ret = META_RET_CAS;
+		break;
+	case PROTO_OP_META_ARITH:
+		ret = META_RET_CAS | META_RET_TTL;
+		break;
+	default:
+		break;
+	}
+	if (o->opts & PROTO_META_VALUE)
+		ret |= META_RET_VALUE;
+	*m = (struct req_meta){
+		.ret = ret,
+		.no_bump = o->opts & PROTO_META_NOBUMP,
+		.invalidate = o->opts & PROTO_META_INVALIDATE,
+		.has_cas = o->opts & PROTO_META_CAS,
+		.has_new_cas = o->opts & PROTO_META_NEW_CAS,
+		.has_ttl = o->opts & PROTO_META_TTL,
+		.has_vivify = o->opts & PROTO_META_VIVIFY,
+		.has_recache = o->opts & PROTO_META_RECACHE,
+		.mode = o->mode,
+		.new_cas = o->new_cas,
+		.ttl = o->ttl,
+		.vivify_ttl = o->vivify_ttl,
+		.recache_ttl = o->recache_ttl,
+	};
+	r->meta = m;
+	r->flags = o->flags;
+	r->exptime = m->has_ttl ? o->ttl : 0;
+	r->cas = o->cas;
+	r->delta = o->delta;
+	r->initial = o->initial;
+}
+
+static void fill(struct request *r, const struct proto_bin_req *q,
+		 struct req_meta *meta)
 {
 	/* An unknown op (a rejected frame) executes nothing. */
 	r->cmd = q->op && q->op <= PROTO_OP_MAX ? cmd_of[q->op] : REQ_NOOP;
@@ -193,6 +249,10 @@ static void fill(struct request *r, const struct proto_bin_req *q)
 	r->args = (struct cache_key){ NULL, 0 };
 	if (q->op == PROTO_OP_STATS)
 		req_stats_split(r);
+	r->initial = 0;
+	r->meta = NULL;
+	if (proto_bin_op_is_meta(q->op))
+		fill_meta(r, q, meta);
 	r->noreply = false;
 	r->status = REPLY_NONE;
 	r->message = NULL;
@@ -238,11 +298,11 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 					 len, cfg->max_item_size, q, &code,
 					 &error)) {
 	case PROTO_BIN_OK:
-		fill(r, q);
+		fill(r, q, &s->meta[slot]);
 		r->len = PROTO_BIN_HEADER + len;
 		return DECODE_OK;
 	case PROTO_BIN_REJECT:
-		fill(r, q);
+		fill(r, q, &s->meta[slot]);
 		r->len = PROTO_BIN_HEADER + len;
 		if (code == PROTO_ST_TOO_LARGE)
 			return DECODE_TOO_LARGE;
@@ -395,10 +455,36 @@ static void pack_item(msgpack_packer *pk, const struct item *it)
 }
 
 /*
- * [id, OK, [flags, value, cas]] by reference: everything staged is moved
- * to the output first, the frame's length counted ahead, the cas packed
- * after the value.
+ * Ends frame f, whose body goes on past what is staged with n value bytes
+ * of it and then tail[0..tn): the length is counted ahead, everything
+ * staged moves to the output, and the value follows by reference.
  */
+static void frame_end_by_reference(struct conn *c, size_t f, struct item *it,
+				   const char *v, uint32_t n, const char *tail,
+				   size_t tn)
+{
+	struct bin_state *s = state(c);
+	unsigned char *p;
+	uint32_t len;
+
+	if (s->failed) {
+		flush(c);
+		return;
+	}
+	len = (uint32_t)(s->sb.size - f - PROTO_BIN_HEADER + n + tn);
+	p = (unsigned char *)s->sb.data + f;
+	p[0] = (unsigned char)(len >> 24);
+	p[1] = (unsigned char)(len >> 16);
+	p[2] = (unsigned char)(len >> 8);
+	p[3] = (unsigned char)len;
+	flush(c);
+	conn_add_item_bytes(c, it, v, n);
+	if (tn)
+		conn_add(c, tail, tn);
+}
+
+/* [id, OK, [flags, value, cas]] by reference, the cas packed after the
+ * value. */
 static void value_by_reference(struct conn *c, const struct request *r,
 			       struct item *it)
 {
@@ -407,30 +493,16 @@ static void value_by_reference(struct conn *c, const struct request *r,
 	char tail[16];
 	msgpack_sbuffer tsb = { .data = tail, .alloc = sizeof(tail) };
 	msgpack_packer tpk;
-	unsigned char *p;
-	uint32_t len;
 
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_array(&s->pk, 3);
 	msgpack_pack_uint32(&s->pk, it->flags);
 	msgpack_pack_bin(&s->pk, it->nbytes);
-	if (s->failed) {
-		flush(c);
-		return;
-	}
 	/* The cas's encoding, at most 9 bytes, into a stack buffer. */
 	msgpack_packer_init(&tpk, &tsb, msgpack_sbuffer_write);
 	msgpack_pack_uint64(&tpk, it->cas);
-	len = (uint32_t)(s->sb.size - f - PROTO_BIN_HEADER + it->nbytes +
-			 tsb.size);
-	p = (unsigned char *)s->sb.data + f;
-	p[0] = (unsigned char)(len >> 24);
-	p[1] = (unsigned char)(len >> 16);
-	p[2] = (unsigned char)(len >> 8);
-	p[3] = (unsigned char)len;
-	flush(c);
-	conn_add_item_bytes(c, it, item_value(it), it->nbytes);
-	conn_add(c, tail, tsb.size);
+	frame_end_by_reference(c, f, it, item_value(it), it->nbytes, tail,
+			       tsb.size);
 }
 
 static void value(struct conn *c, const struct request *r, struct item *it)
@@ -547,6 +619,92 @@ static void stats_end(struct conn *c, const struct request *r, bool ok)
 	frame_end(s, f);
 }
 
+/* ---- meta replies: a map (PROTOCOL.md) ---- */
+
+static uint32_t meta_status(enum meta_code code)
+{
+	switch (code) {
+	case META_EN:
+	case META_NF:
+		return PROTO_ST_NOT_FOUND;
+	case META_NS:
+		return PROTO_ST_NOT_STORED;
+	case META_EX:
+		return PROTO_ST_EXISTS;
+	default: /* HD, VA; ME is the text protocol's */
+		return PROTO_ST_OK;
+	}
+}
+
+/* Arithmetic's digits as a number; false if they are not one. */
+static bool digits_u64(const char *p, uint32_t n, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (n == 0 || n > 20)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned int d = (unsigned char)p[i] - '0';
+
+		if (d > 9 || x > (UINT64_MAX - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return true;
+}
+
+/* The binary protocol has no quiet mode: every meta request is answered. */
+static void meta(struct conn *c, const struct request *r,
+		 const struct meta_result *m)
+{
+	struct bin_state *s = state(c);
+	struct proto_bin_meta_reply mr = { 0 };
+	struct item *by_ref = NULL;
+	size_t f;
+
+	if (m->have_item) {
+		mr.fields |= PROTO_MR_FLAGS | PROTO_MR_TTL | PROTO_MR_SIZE |
+			     PROTO_MR_LA | PROTO_MR_HIT;
+		mr.flags = m->flags;
+		/* A TTL this request set in the past comes as memcached
+		 * prints it, unsigned 32-bit (huge): here it is 0, none
+		 * left. */
+		mr.ttl = m->ttl > INT32_MAX ? 0 : m->ttl;
+		mr.size = m->size;
+		mr.last_access = m->last_access;
+		mr.hit = m->hit_before;
+	}
+	if (m->have_item || m->cas) {
+		mr.fields |= PROTO_MR_CAS;
+		mr.cas = m->cas;
+	}
+	if (m->won)
+		mr.fields |= PROTO_MR_WON;
+	if (m->stale)
+		mr.fields |= PROTO_MR_STALE;
+	if (m->already_won)
+		mr.fields |= PROTO_MR_WONBY;
+	if (m->code == META_VA && r->cmd == REQ_MARITH && m->value &&
+	    digits_u64(m->value, m->value_len, &mr.number)) {
+		mr.fields |= PROTO_MR_NUMBER;
+	} else if (m->code == META_VA && (m->it || m->value)) {
+		mr.fields |= PROTO_MR_VALUE;
+		mr.value.p = m->it ? item_value(m->it) : m->value;
+		mr.value.n = m->value_len;
+		if (m->it && m->value_len > REPLY_COPY_MAX)
+			by_ref = m->it;
+	}
+	f = frame_begin(s);
+	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, meta_status(m->code));
+	proto_bin_pack_meta_reply(&s->pk, &mr, !by_ref);
+	if (by_ref)
+		frame_end_by_reference(c, f, by_ref, mr.value.p, mr.value.n,
+				       NULL, 0);
+	else
+		frame_end(s, f);
+}
+
 const struct protocol protocol_binary = {
 	.name = "binary",
 	.open = open_state,
@@ -567,5 +725,6 @@ const struct protocol protocol_binary = {
 		.keys_end = keys_end,
 		.stats_begin = stats_begin,
 		.stats_end = stats_end,
+		.meta = meta,
 	},
 };

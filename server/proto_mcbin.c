@@ -410,5 +410,6 @@ const struct protocol protocol_mcbin = {
 		.keys_end = keys_end,
 		.stats_begin = stats_begin,
 		.stats_end = stats_end,
+		/* .meta stays NULL: this decoder never produces REQ_M*. */
 	},
 };

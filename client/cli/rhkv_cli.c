@@ -402,6 +402,223 @@ out:
 	return rc;
 }
 
+/* ---- meta commands: options as NAME=VALUE words, or bare NAME ---- */
+
+/* One option of a meta command, and where its value goes. */
+struct mopt {
+	const char *name;
+	int *set;    /* set to 1 when given (alone: a bare word) */
+	uint64_t *u; /* NAME=unsigned, up to max */
+	uint64_t max;
+	int64_t *i; /* NAME=integer */
+	char *ch;   /* NAME=one of letters */
+	const char *letters;
+};
+
+/* An option word the command does not take, or a bad value. */
+static int bad_opt(const struct cmd *d, const struct cli_word *w)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "bad option '%.80s'", w->p);
+	return usage_err(d, why);
+}
+
+/* One word against the option o: 1 (taken), 0 (not o), -1 (o's value is
+ * bad). */
+static int take_opt(const struct mopt *o, const struct cli_word *w)
+{
+	size_t n = strlen(o->name);
+	int takes_value = o->u || o->i || o->ch;
+	struct cli_word v;
+
+	if (w->len < n || memcmp(w->p, o->name, n) != 0)
+		return 0;
+	if (w->len > n && w->p[n] != '=')
+		return 0; /* another option that starts alike */
+	if ((w->len == n) == takes_value)
+		return -1; /* a value missing, or one too many */
+	if (takes_value) {
+		v.p = w->p + n + 1;
+		v.len = w->len - n - 1;
+		if ((o->u && parse_u64(&v, o->max, o->u)) ||
+		    (o->i && parse_i64(&v, o->i)) ||
+		    (o->ch &&
+		     (v.len != 1 || !v.p[0] || !strchr(o->letters, v.p[0]))))
+			return -1;
+		if (o->ch)
+			*o->ch = v.p[0];
+	}
+	if (o->set)
+		*o->set = 1;
+	return 1;
+}
+
+/* Every word of argv[0..argc) through the options (ending with a NULL
+ * name): 0, or EX_USAGE_ after saying which word is bad. */
+static int parse_opts(const struct cmd *d, int argc, struct cli_word *argv,
+		      const struct mopt *opts)
+{
+	for (int i = 0; i < argc; i++) {
+		int r = 0;
+
+		for (const struct mopt *o = opts; o->name && !r; o++)
+			r = take_opt(o, &argv[i]);
+		if (r != 1)
+			return bad_opt(d, &argv[i]);
+	}
+	return 0;
+}
+
+/* The line after a meta get's value: what the server knows. */
+static void put_meta(struct cli *cl, const struct rhkv_meta *m, int hit)
+{
+	const char *sep = cl->raw ? " " : ", ";
+
+	if (hit) {
+		printf(cl->raw ? "flags=%" PRIu32 " cas=%" PRIu64
+				 " ttl=%" PRId64 " size=%" PRIu32 " la=%" PRIu32
+				 " hit=%d"
+			       : "(flags %" PRIu32 ", cas %" PRIu64
+				 ", ttl %" PRId64 ", size %" PRIu32
+				 ", la %" PRIu32 ", hit %d",
+		       m->value.flags, m->value.cas, m->ttl, m->size,
+		       m->last_access, m->hit_before);
+	} else {
+		printf(cl->raw ? "miss" : "(miss");
+	}
+	if (m->won)
+		printf("%swon", sep);
+	if (m->stale)
+		printf("%sstale", sep);
+	if (m->won_by_other)
+		printf("%swonby", sep);
+	puts(cl->raw ? "" : ")");
+}
+
+static int do_mg(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_mget_opts o = { 0 };
+	const struct mopt opts[] = {
+		{ .name = "v", .set = &o.want_value },
+		{ .name = "nobump", .set = &o.no_bump },
+		{ .name = "ttl", .set = &o.touch, .i = &o.touch_ttl },
+		{ .name = "vivify", .i = &o.vivify_ttl },
+		{ .name = "recache", .i = &o.recache_ttl },
+		{ 0 },
+	};
+	struct rhkv_meta m;
+	int err;
+
+	if (parse_opts(d, argc - 1, argv + 1, opts))
+		return EX_USAGE_;
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_get(cl->c, argv[0].p, argv[0].len, &o, &m);
+	if (err && err != RHKV_ENOTFOUND)
+		return fail(cl, err);
+	if (m.value.data) {
+		if (cl->raw) {
+			put_value(cl, m.value.data, m.value.len);
+		} else {
+			cli_quote(stdout, m.value.data, m.value.len);
+			putchar(' ');
+		}
+	} else if (err) {
+		put_nil(cl);
+	}
+	if (!err || m.won || m.stale || m.won_by_other)
+		put_meta(cl, &m, !err);
+	rhkv_value_free(&m.value);
+	return 0;
+}
+
+static int do_ms(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_mset_opts o = { 0 };
+	uint64_t flags = 0, cas_out = 0;
+	const struct mopt opts[] = {
+		{ .name = "mode", .ch = &o.mode, .letters = "SEAPR" },
+		{ .name = "flags", .u = &flags, .max = UINT32_MAX },
+		{ .name = "ttl", .i = &o.ttl },
+		{ .name = "vivify", .i = &o.vivify_ttl },
+		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ .name = "newcas", .u = &o.new_cas, .max = UINT64_MAX },
+		{ .name = "invalidate", .set = &o.invalidate },
+		{ 0 },
+	};
+	int err;
+
+	if (parse_opts(d, argc - 2, argv + 2, opts))
+		return EX_USAGE_;
+	o.flags = (uint32_t)flags;
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_set(cl->c, argv[0].p, argv[0].len, argv[1].p,
+			    argv[1].len, &o, &cas_out);
+	if (err)
+		return fail(cl, err);
+	put_cas(cl, "STORED", cas_out);
+	return 0;
+}
+
+static int do_md(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_mdelete_opts o = { 0 };
+	const struct mopt opts[] = {
+		{ .name = "invalidate", .set = &o.invalidate },
+		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ .name = "ttl", .i = &o.ttl },
+		{ .name = "newcas", .u = &o.new_cas, .max = UINT64_MAX },
+		{ 0 },
+	};
+	int err;
+
+	if (parse_opts(d, argc - 1, argv + 1, opts))
+		return EX_USAGE_;
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_delete(cl->c, argv[0].p, argv[0].len, &o);
+	if (err)
+		return fail(cl, err);
+	put_ok();
+	return 0;
+}
+
+static int do_ma(struct cli *cl, const struct cmd *d, int argc,
+		 struct cli_word *argv)
+{
+	struct rhkv_marith_opts o = { 0 };
+	uint64_t delta = 1, val = 0;
+	char mode = 'I';
+	const struct mopt opts[] = {
+		{ .name = "mode", .ch = &mode, .letters = "ID+-" },
+		{ .name = "delta", .u = &delta, .max = UINT64_MAX },
+		{ .name = "initial", .u = &o.initial, .max = UINT64_MAX },
+		{ .name = "vivify", .i = &o.vivify_ttl },
+		{ .name = "ttl", .set = &o.touch, .i = &o.touch_ttl },
+		{ .name = "cas", .u = &o.cas, .max = UINT64_MAX },
+		{ .name = "newcas", .u = &o.new_cas, .max = UINT64_MAX },
+		{ 0 },
+	};
+	int err;
+
+	if (parse_opts(d, argc - 1, argv + 1, opts))
+		return EX_USAGE_;
+	o.decr = mode == 'D' || mode == '-';
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_meta_arith(cl->c, argv[0].p, argv[0].len, delta, &o, &val,
+			      NULL);
+	if (err)
+		return fail(cl, err);
+	printf(cl->raw ? "%" PRIu64 "\n" : "(integer) %" PRIu64 "\n", val);
+	return 0;
+}
+
 static int do_flush(struct cli *cl, const struct cmd *d, int argc,
 		    struct cli_word *argv)
 {
@@ -534,6 +751,16 @@ static const struct cmd cmds[] = {
 	{ "touch", 2, 2, "KEY EXPTIME", "set the expiry", do_touch },
 	{ "mget", 1, -1, "KEY...", "several values in one round trip",
 	  do_mget },
+	{ "mg", 1, 6, "KEY [v] [nobump] [ttl=T] [vivify=T] [recache=T]",
+	  "meta get: what the server knows (v: and the value)", do_mg },
+	{ "ms", 2, 9, "KEY VALUE [mode=M] [NAME=N]... [invalidate]",
+	  "meta set; M: S E A P R; NAME: flags ttl cas newcas vivify", do_ms },
+	{ "md", 1, 5, "KEY [invalidate] [cas=C] [ttl=T] [newcas=C]",
+	  "meta delete (invalidate: keep it, stale)", do_md },
+	{ "ma", 1, 8, "KEY [mode=M] [NAME=N]...",
+	  "meta arithmetic; M: I D + -; NAME: delta initial vivify ttl cas "
+	  "newcas",
+	  do_ma },
 	{ "flush_all", 0, 1, "[DELAY]", "invalidate every item", do_flush },
 	{ "scan", 0, 2, "[--pattern GLOB]", "every key (matching GLOB)",
 	  do_scan },

@@ -174,6 +174,36 @@ expect gat-miss 0 $'(nil)\n' gat nosuchkey 100
 expect mget 0 $'1) "new"\n2) (nil)\n3) "2"\n' mget s nosuchkey newkey
 expect mget-raw 0 $'new\n\n2\n' --raw mget s nosuchkey newkey
 
+# ---- meta commands ----
+expect mg-miss 0 $'(nil)\n' mg nosuchkey v
+expect mg-miss-raw 0 $'\n' --raw mg nosuchkey v
+expect_re mg-vivify 0 '^"" \(flags 0, cas [0-9]+, ttl (29|30), size 0, la [0-9]+, hit 0, won\)$' mg viv v vivify=30
+expect_re mg-vivify-other 0 '^"" \(.*, hit 1, wonby\)$' mg viv v vivify=30
+expect_re ms 0 '^STORED cas [0-9]+$' ms mk hello flags=5 ttl=100
+expect_re mg 0 '^"hello" \(flags 5, cas [0-9]+, ttl (99|100), size 5, la [0-9]+, hit 0\)$' mg mk v
+expect_re mg-meta-only 0 '^\(flags 5, cas [0-9]+, ttl [0-9]+, size 5, la [0-9]+, hit 1\)$' mg mk
+expect_re mg-raw 0 $'^hello\nflags=5 cas=[0-9]+ ttl=[0-9]+ size=5 la=[0-9]+ hit=1$' --raw mg mk v
+expect_err ms-add-exists 1 '(error) NOT_STORED: ' ms mk x mode=E
+expect_re ms-append 0 '^STORED' ms mk '!' mode=A
+expect md-invalidate 0 $'OK\n' md mk invalidate
+expect_re mg-stale-won 0 '^"hello!" \(.*, won, stale\)$' mg mk v
+expect_re mg-stale-other 0 '^"hello!" \(.*, stale, wonby\)$' mg mk v
+expect md 0 $'OK\n' md mk
+expect_err md-miss 1 '(error) NOT_FOUND: ' md mk
+expect ma-vivify 0 $'(integer) 7\n' ma cnt vivify=60 initial=7
+expect ma 0 $'(integer) 10\n' ma cnt delta=3
+expect ma-newcas 0 $'(integer) 11\n' ma cnt newcas=777
+expect_re mg-newcas 0 'cas 777,' mg cnt
+expect ma-decr-raw 0 $'0\n' --raw ma cnt mode=D delta=100
+expect_err ma-miss 1 '(error) NOT_FOUND: ' ma nosuchkey
+expect_err ma-nonnum 1 '(error) NON_NUMERIC: ' ma viv
+expect_err mg-badopt 64 "bad option 'bogus'" mg mk bogus
+expect_err mg-badttl 64 "bad option 'ttl=soon'" mg mk ttl=soon
+expect_err ms-badmode 64 "bad option 'mode=X'" ms mk v mode=X
+expect_err ms-bigflags 64 "bad option 'flags=4294967296'" ms mk v flags=4294967296
+expect_err md-badcas 64 "bad option 'cas=-1'" md mk cas=-1
+expect_err ma-badmode 64 "bad option 'mode=S'" ma cnt mode=S
+
 # Bad keys are errors (exit 1), not usage errors.
 expect_err bad-key-space 1 '(error) BAD_KEY: ' get 'a b'
 expect_err bad-key-long 1 '(error) BAD_KEY: ' get "$(printf 'k%.0s' $(seq 251))"

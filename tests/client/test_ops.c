@@ -29,20 +29,6 @@ static void start(const char *const *extra)
 	c = cl_connect(srv.port, 5000);
 }
 
-#define OK(call)                                                               \
-	do {                                                                   \
-		int rc_ = (call);                                              \
-		cr_assert_eq(rc_, 0, "%s: %s (%s)", #call, rhkv_strerror(rc_), \
-			     rhkv_errstr(c));                                  \
-	} while (0)
-#define ERR(call, err)                                                         \
-	do {                                                                   \
-		int rc_ = (call);                                              \
-		cr_assert_eq(rc_, (err), "%s: %d %s (%s), expected %s", #call, \
-			     rc_, rhkv_strerror(rc_), rhkv_errstr(c),          \
-			     rhkv_strerror(err));                              \
-	} while (0)
-
 static void expect_value(const char *key, const void *val, size_t len,
 			 uint32_t flags)
 {

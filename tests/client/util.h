@@ -1,7 +1,7 @@
 /*
  * Helpers of librhkv's tests: a live rhkvd from the harness (srv_start), or
- * one started here on a chosen port (to restart it on the same port), and
- * a handle connected to it.
+ * one started here on a chosen port (to restart it on the same port), a
+ * handle connected to it, and assertions on calls.
  */
 #ifndef RHKV_TESTS_CLIENT_UTIL_H
 #define RHKV_TESTS_CLIENT_UTIL_H
@@ -20,5 +20,21 @@ pid_t cl_start_on(int port, const char *const *extra);
 void cl_stop(pid_t pid);
 /* A handle on 127.0.0.1:port with io_timeout_ms; asserts it connected. */
 rhkv *cl_connect(int port, int io_timeout_ms);
+
+/* Assertions on a call of librhkv that returns 0 or an RHKV_E* code,
+ * with the handle's words on failure: the handle is the test's `c`. */
+#define OK(call)                                                               \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		cr_assert_eq(rc_, 0, "%s: %s (%s)", #call, rhkv_strerror(rc_), \
+			     rhkv_errstr(c));                                  \
+	} while (0)
+#define ERR(call, err)                                                         \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		cr_assert_eq(rc_, (err), "%s: %d %s (%s), expected %s", #call, \
+			     rc_, rhkv_strerror(rc_), rhkv_errstr(c),          \
+			     rhkv_strerror(err));                              \
+	} while (0)
 
 #endif

@@ -133,6 +133,21 @@ static void decode_request(struct proto_bin_decoder *d, const char *body,
 	sink += touch_bytes(body, n, req.text);
 	if (req.op == PROTO_OP_SCAN)
 		CHECK(req.count >= 1 && req.count <= 1000);
+	if (proto_bin_op_is_meta(req.op)) {
+		const struct proto_bin_meta *m = &req.meta;
+
+		CHECK((m->opts & ~0xfffu) == 0);
+		CHECK((m->opts & PROTO_META_DELTA) || m->delta == 1);
+		CHECK(!(m->opts & PROTO_META_MODE) == !m->mode);
+		if (m->mode)
+			CHECK(strchr(req.op == PROTO_OP_META_SET ? "SEAPR"
+								 : "ID",
+				     m->mode) != NULL);
+		if (req.op != PROTO_OP_META_SET)
+			CHECK(req.value.n == 0);
+	} else {
+		CHECK(req.meta.opts == 0);
+	}
 	if (req.op == PROTO_OP_MGET) {
 		CHECK(req.nkeys <= n);
 		for (uint32_t i = 0; i < req.nkeys; i++) {
@@ -179,8 +194,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		decode_request(&d, body, len, MAX_VALUE);
 		decode_request(&d, body, len, SMALL_VALUE);
 		if (proto_bin_decode_reply(&d, body, len, &reply) ==
-		    PROTO_BIN_OK)
+		    PROTO_BIN_OK) {
+			struct proto_bin_meta_reply mr;
+
 			sink += touch_object(body, len, &reply.payload, 1);
+			if (proto_bin_meta_reply_decode(&reply.payload, &mr))
+				sink += touch_bytes(body, len, mr.value);
+		}
 		off += PROTO_BIN_HEADER + len;
 	}
 	proto_bin_decoder_destroy(&d);

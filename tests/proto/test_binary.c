@@ -859,17 +859,19 @@ static const struct {
 	uint32_t op;
 	uint32_t min, max;
 } arities[] = {
-	{ PROTO_OP_GET, 1, 1 },	      { PROTO_OP_GETS, 1, 1 },
-	{ PROTO_OP_MGET, 1, 1 },      { PROTO_OP_SET, 2, 4 },
-	{ PROTO_OP_ADD, 2, 4 },	      { PROTO_OP_REPLACE, 2, 4 },
-	{ PROTO_OP_APPEND, 2, 2 },    { PROTO_OP_PREPEND, 2, 2 },
-	{ PROTO_OP_CAS, 5, 5 },	      { PROTO_OP_DELETE, 1, 1 },
-	{ PROTO_OP_INCR, 2, 2 },      { PROTO_OP_DECR, 2, 2 },
-	{ PROTO_OP_TOUCH, 2, 2 },     { PROTO_OP_GAT, 2, 2 },
-	{ PROTO_OP_FLUSH_ALL, 0, 1 }, { PROTO_OP_SCAN, 1, 3 },
-	{ PROTO_OP_STATS, 0, 1 },     { PROTO_OP_VERSION, 0, 0 },
-	{ PROTO_OP_NOOP, 0, 0 },      { PROTO_OP_QUIT, 0, 0 },
-	{ PROTO_OP_AUTH, 1, 1 },
+	{ PROTO_OP_GET, 1, 1 },	       { PROTO_OP_GETS, 1, 1 },
+	{ PROTO_OP_MGET, 1, 1 },       { PROTO_OP_SET, 2, 4 },
+	{ PROTO_OP_ADD, 2, 4 },	       { PROTO_OP_REPLACE, 2, 4 },
+	{ PROTO_OP_APPEND, 2, 2 },     { PROTO_OP_PREPEND, 2, 2 },
+	{ PROTO_OP_CAS, 5, 5 },	       { PROTO_OP_DELETE, 1, 1 },
+	{ PROTO_OP_INCR, 2, 2 },       { PROTO_OP_DECR, 2, 2 },
+	{ PROTO_OP_TOUCH, 2, 2 },      { PROTO_OP_GAT, 2, 2 },
+	{ PROTO_OP_FLUSH_ALL, 0, 1 },  { PROTO_OP_SCAN, 1, 3 },
+	{ PROTO_OP_STATS, 0, 1 },      { PROTO_OP_VERSION, 0, 0 },
+	{ PROTO_OP_NOOP, 0, 0 },       { PROTO_OP_QUIT, 0, 0 },
+	{ PROTO_OP_AUTH, 1, 1 },       { PROTO_OP_META_GET, 1, 2 },
+	{ PROTO_OP_META_SET, 2, 3 },   { PROTO_OP_META_DELETE, 1, 2 },
+	{ PROTO_OP_META_ARITH, 1, 2 },
 };
 
 Test(binary, wrong_arity)
@@ -903,8 +905,8 @@ Test(binary, wrong_arity)
 Test(binary, unknown_ops)
 {
 	static const uint64_t ops[] = { 0,
-					22,
-					23,
+					26,
+					27,
 					127,
 					255,
 					UINT32_MAX,
@@ -1696,15 +1698,644 @@ Test(binary, malformed_replies)
 		     PROTO_BIN_FATAL);
 }
 
+/* ---- meta ops ---- */
+
+/* A meta request: key (and value for META_SET), then the options packed
+ * by the codec's encoder (with_opts false: the argument left out). */
+static void meta_req(uint32_t op, uint64_t id, const char *key,
+		     const struct proto_bin_meta *m, bool with_opts)
+{
+	bool set = op == PROTO_OP_META_SET;
+
+	req_begin(op, id, 1 + set + with_opts);
+	pack_str(key);
+	if (set)
+		pack_bin("val", 3);
+	if (with_opts)
+		cr_assert_eq(proto_bin_pack_meta_opts(&pk, m), 0);
+	finish();
+}
+
+Test(binary, meta_protocol_example)
+{
+	static const unsigned char want[] = { 0x00, 0x00, 0x00, 0x09, 0x94,
+					      0x16, 0x08, 0xa1, 0x6b, 0x81,
+					      0xa1, 0x76, 0xc3 };
+	static const char want_reply[] =
+		"\x00\x00\x00\x2d\x93\x08\x00\x87\xa5"
+		"flags\x00\xa3"
+		"cas\x01\xa3ttl\xff\xa4size\x01\xa2la\x03\xa3hit\xc3\xa5value"
+		"\xc4\x01v";
+	struct proto_bin_meta m = { .opts = PROTO_META_VALUE };
+	struct proto_bin_meta_reply mr = {
+		.fields = PROTO_MR_FLAGS | PROTO_MR_CAS | PROTO_MR_TTL |
+			  PROTO_MR_SIZE | PROTO_MR_LA | PROTO_MR_HIT |
+			  PROTO_MR_VALUE,
+		.cas = 1,
+		.ttl = -1,
+		.size = 1,
+		.last_access = 3,
+		.hit = true,
+		.value = { "v", 1 },
+	};
+	struct proto_bin_req r;
+
+	meta_req(PROTO_OP_META_GET, 8, "k", &m, true);
+	cr_assert_eq(sb.size, sizeof(want));
+	cr_assert(memcmp(sb.data, want, sizeof(want)) == 0);
+	expect_ok(&r);
+	cr_assert_eq(r.op, PROTO_OP_META_GET);
+	cr_assert_eq(r.meta.opts, PROTO_META_VALUE);
+
+	reply_begin(8, PROTO_ST_OK);
+	cr_assert_eq(proto_bin_pack_meta_reply(&pk, &mr, true), 0);
+	finish();
+	cr_assert_eq(sb.size, sizeof(want_reply) - 1);
+	cr_assert(memcmp(sb.data, want_reply, sb.size) == 0);
+}
+
+Test(binary, meta_get_options)
+{
+	struct proto_bin_meta m = { .opts = PROTO_META_VALUE | PROTO_META_TTL |
+					    PROTO_META_VIVIFY |
+					    PROTO_META_RECACHE |
+					    PROTO_META_NOBUMP |
+					    PROTO_META_NEW_CAS,
+				    .new_cas = 3,
+				    .ttl = -5,
+				    .vivify_ttl = 30,
+				    .recache_ttl = INT64_MAX };
+	struct proto_bin_req r;
+
+	meta_req(PROTO_OP_META_GET, 1, "key", &m, true);
+	expect_ok(&r);
+	cr_assert_eq(r.op, PROTO_OP_META_GET);
+	cr_assert_eq(r.id, 1);
+	assert_str(r.key, "key");
+	cr_assert_eq(r.meta.opts, m.opts);
+	cr_assert_eq(r.meta.ttl, -5);
+	cr_assert_eq(r.meta.vivify_ttl, 30);
+	cr_assert_eq(r.meta.recache_ttl, INT64_MAX);
+	cr_assert_eq(r.meta.new_cas, 3);
+	cr_assert_eq(r.meta.delta, 1);
+
+	/* no options, nil options, an empty map: the defaults */
+	meta_req(PROTO_OP_META_GET, 2, "key", NULL, false);
+	expect_ok(&r);
+	cr_assert_eq(r.meta.opts, 0);
+	cr_assert_eq(r.meta.delta, 1);
+	req_begin(PROTO_OP_META_GET, 3, 2);
+	pack_str("key");
+	msgpack_pack_nil(&pk);
+	finish();
+	expect_ok(&r);
+	cr_assert_eq(r.meta.opts, 0);
+	req_begin(PROTO_OP_META_GET, 4, 2);
+	pack_str("key");
+	msgpack_pack_map(&pk, 0);
+	finish();
+	expect_ok(&r);
+	cr_assert_eq(r.meta.opts, 0);
+
+	/* a boolean false is as if absent */
+	req_begin(PROTO_OP_META_GET, 5, 2);
+	pack_str("key");
+	msgpack_pack_map(&pk, 2);
+	pack_str("v");
+	msgpack_pack_false(&pk);
+	pack_str("nobump");
+	msgpack_pack_true(&pk);
+	finish();
+	expect_ok(&r);
+	cr_assert_eq(r.meta.opts, PROTO_META_NOBUMP);
+}
+
+Test(binary, meta_set_options)
+{
+	struct proto_bin_meta m = {
+		.opts = PROTO_META_TTL | PROTO_META_CAS | PROTO_META_NEW_CAS |
+			PROTO_META_MODE | PROTO_META_FLAGS |
+			PROTO_META_INVALIDATE,
+		.mode = 'E',
+		.flags = UINT32_MAX,
+		.ttl = 100,
+		.cas = UINT64_MAX,
+		.new_cas = 77,
+	};
+	static const char modes[] = "SEAPRseapr";
+	struct proto_bin_req r;
+
+	meta_req(PROTO_OP_META_SET, 9, "k", &m, true);
+	expect_ok(&r);
+	cr_assert_eq(r.op, PROTO_OP_META_SET);
+	assert_str(r.key, "k");
+	assert_bytes(r.value, "val", 3);
+	cr_assert_eq(r.meta.opts, m.opts);
+	cr_assert_eq(r.meta.mode, 'E');
+	cr_assert_eq(r.meta.flags, UINT32_MAX);
+	cr_assert_eq(r.meta.ttl, 100);
+	cr_assert_eq(r.meta.cas, UINT64_MAX);
+	cr_assert_eq(r.meta.new_cas, 77);
+
+	for (size_t i = 0; modes[i]; i++) {
+		m = (struct proto_bin_meta){ .opts = PROTO_META_MODE,
+					     .mode = modes[i] };
+		meta_req(PROTO_OP_META_SET, 10, "k", &m, true);
+		expect_ok(&r);
+		cr_assert_eq(r.meta.mode, "SEAPRSEAPR"[i]);
+	}
+	meta_req(PROTO_OP_META_SET, 11, "k", NULL, false);
+	expect_ok(&r);
+	cr_assert_eq(r.meta.opts, 0);
+	cr_assert_eq(r.meta.mode, 0);
+}
+
+Test(binary, meta_set_too_large)
+{
+	struct proto_bin_req r;
+	uint32_t st;
+	const char *err;
+	char v[17] = { 0 };
+
+	req_begin(PROTO_OP_META_SET, 12, 2);
+	pack_str("k");
+	pack_bin(v, 17);
+	finish();
+	cr_assert_eq(decode_max(&r, 16, &st, &err), PROTO_BIN_REJECT);
+	cr_assert_eq(st, PROTO_ST_TOO_LARGE);
+	cr_assert_eq(r.op, PROTO_OP_META_SET);
+	assert_str(r.key, "k");
+	cr_assert_eq(decode_max(&r, 17, &st, &err), PROTO_BIN_OK);
+
+	/* bad options come first: BAD_REQUEST, not TOO_LARGE */
+	req_begin(PROTO_OP_META_SET, 13, 3);
+	pack_str("k");
+	pack_bin(v, 17);
+	msgpack_pack_map(&pk, 1);
+	pack_str("nope");
+	msgpack_pack_true(&pk);
+	finish();
+	cr_assert_eq(decode_max(&r, 16, &st, &err), PROTO_BIN_REJECT);
+	cr_assert_eq(st, PROTO_ST_BAD_REQUEST);
+}
+
+Test(binary, meta_delete_and_arith_options)
+{
+	struct proto_bin_meta m = { .opts = PROTO_META_INVALIDATE |
+					    PROTO_META_CAS | PROTO_META_TTL |
+					    PROTO_META_NEW_CAS,
+				    .cas = 5,
+				    .ttl = 30,
+				    .new_cas = 6 };
+	static const char modes[] = "ID+-id";
+	struct proto_bin_req r;
+
+	meta_req(PROTO_OP_META_DELETE, 1, "k", &m, true);
+	expect_ok(&r);
+	cr_assert_eq(r.op, PROTO_OP_META_DELETE);
+	cr_assert_eq(r.meta.opts, m.opts);
+	cr_assert_eq(r.meta.cas, 5);
+	cr_assert_eq(r.meta.ttl, 30);
+	cr_assert_eq(r.meta.new_cas, 6);
+
+	m = (struct proto_bin_meta){
+		.opts = PROTO_META_VALUE | PROTO_META_MODE | PROTO_META_DELTA |
+			PROTO_META_INITIAL | PROTO_META_VIVIFY |
+			PROTO_META_TTL | PROTO_META_CAS | PROTO_META_NEW_CAS,
+		.mode = 'D',
+		.delta = UINT64_MAX,
+		.initial = 42,
+		.vivify_ttl = 60,
+		.ttl = 0,
+		.cas = 9,
+		.new_cas = 10,
+	};
+	meta_req(PROTO_OP_META_ARITH, 2, "n", &m, true);
+	expect_ok(&r);
+	cr_assert_eq(r.op, PROTO_OP_META_ARITH);
+	cr_assert_eq(r.meta.opts, m.opts);
+	cr_assert_eq(r.meta.mode, 'D');
+	cr_assert_eq(r.meta.delta, UINT64_MAX);
+	cr_assert_eq(r.meta.initial, 42);
+	cr_assert_eq(r.meta.vivify_ttl, 60);
+	cr_assert_eq(r.meta.ttl, 0);
+	cr_assert_eq(r.meta.cas, 9);
+	cr_assert_eq(r.meta.new_cas, 10);
+
+	for (size_t i = 0; modes[i]; i++) {
+		m = (struct proto_bin_meta){ .opts = PROTO_META_MODE,
+					     .mode = modes[i] };
+		meta_req(PROTO_OP_META_ARITH, 3, "n", &m, true);
+		expect_ok(&r);
+		cr_assert_eq(r.meta.mode, "IDIDID"[i]);
+		cr_assert_eq(r.meta.delta, 1, "the default delta");
+	}
+	meta_req(PROTO_OP_META_ARITH, 4, "n", NULL, false);
+	expect_ok(&r);
+	cr_assert_eq(r.meta.delta, 1);
+	cr_assert_eq(r.meta.mode, 0);
+}
+
+/* A meta request whose options map is one entry: name, then a value the
+ * caller packs with fn. */
+static void meta_one_opt(uint32_t op, uint64_t id, const char *name,
+			 void (*fn)(void))
+{
+	bool set = op == PROTO_OP_META_SET;
+
+	req_begin(op, id, 2 + set);
+	pack_str("k");
+	if (set)
+		pack_bin("v", 1);
+	msgpack_pack_map(&pk, 1);
+	pack_str(name);
+	fn();
+	finish();
+}
+
+static void v_true(void)
+{
+	msgpack_pack_true(&pk);
+}
+static void v_one(void)
+{
+	msgpack_pack_uint32(&pk, 1);
+}
+static void v_neg(void)
+{
+	msgpack_pack_int32(&pk, -1);
+}
+static void v_str(void)
+{
+	pack_str("1");
+}
+static void v_nil(void)
+{
+	msgpack_pack_nil(&pk);
+}
+static void v_u33(void)
+{
+	msgpack_pack_uint64(&pk, (uint64_t)UINT32_MAX + 1);
+}
+static void v_u64max(void)
+{
+	msgpack_pack_uint64(&pk, UINT64_MAX);
+}
+static void v_float(void)
+{
+	msgpack_pack_double(&pk, 1.0);
+}
+static void v_array(void)
+{
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_true(&pk);
+}
+static void v_map(void)
+{
+	msgpack_pack_map(&pk, 1);
+	pack_str("v");
+	msgpack_pack_true(&pk);
+}
+static void v_mode_two(void)
+{
+	pack_str("SE");
+}
+static void v_mode_empty(void)
+{
+	pack_str("");
+}
+static void v_mode_x(void)
+{
+	pack_str("X");
+}
+static void v_mode_i(void)
+{
+	pack_str("I");
+}
+static void v_mode_s(void)
+{
+	pack_str("S");
+}
+static void v_mode_nul(void)
+{
+	msgpack_pack_str(&pk, 1);
+	msgpack_pack_str_body(&pk, "", 1);
+}
+
+Test(binary, meta_malformed_options)
+{
+	static const struct {
+		uint32_t op;
+		const char *name;
+		void (*val)(void);
+	} bad[] = {
+		/* unknown, or not this op's */
+		{ PROTO_OP_META_GET, "nope", v_true },
+		{ PROTO_OP_META_GET, "", v_true },
+		{ PROTO_OP_META_GET, "V", v_true },
+		{ PROTO_OP_META_GET, "vv", v_true },
+		{ PROTO_OP_META_GET, "cas", v_one },
+		{ PROTO_OP_META_GET, "flags", v_one },
+		{ PROTO_OP_META_GET, "mode", v_mode_s },
+		{ PROTO_OP_META_SET, "v", v_true },
+		{ PROTO_OP_META_SET, "recache", v_one },
+		{ PROTO_OP_META_DELETE, "vivify", v_one },
+		{ PROTO_OP_META_SET, "delta", v_one },
+		{ PROTO_OP_META_DELETE, "v", v_true },
+		{ PROTO_OP_META_DELETE, "mode", v_mode_s },
+		{ PROTO_OP_META_DELETE, "flags", v_one },
+		{ PROTO_OP_META_ARITH, "invalidate", v_true },
+		{ PROTO_OP_META_ARITH, "recache", v_one },
+		{ PROTO_OP_META_ARITH, "nobump", v_true },
+		/* wrong types */
+		{ PROTO_OP_META_GET, "v", v_one },
+		{ PROTO_OP_META_GET, "v", v_nil },
+		{ PROTO_OP_META_GET, "v", v_str },
+		{ PROTO_OP_META_GET, "nobump", v_one },
+		{ PROTO_OP_META_GET, "ttl", v_str },
+		{ PROTO_OP_META_GET, "ttl", v_true },
+		{ PROTO_OP_META_GET, "ttl", v_u64max },
+		{ PROTO_OP_META_GET, "ttl", v_float },
+		{ PROTO_OP_META_GET, "ttl", v_nil },
+		{ PROTO_OP_META_GET, "vivify", v_array },
+		{ PROTO_OP_META_GET, "recache", v_map },
+		{ PROTO_OP_META_SET, "flags", v_u33 },
+		{ PROTO_OP_META_SET, "flags", v_neg },
+		{ PROTO_OP_META_SET, "cas", v_neg },
+		{ PROTO_OP_META_SET, "cas", v_str },
+		{ PROTO_OP_META_SET, "newcas", v_neg },
+		{ PROTO_OP_META_SET, "invalidate", v_one },
+		{ PROTO_OP_META_SET, "mode", v_mode_two },
+		{ PROTO_OP_META_SET, "mode", v_mode_empty },
+		{ PROTO_OP_META_SET, "mode", v_mode_x },
+		{ PROTO_OP_META_SET, "mode", v_mode_i },
+		{ PROTO_OP_META_SET, "mode", v_mode_nul },
+		{ PROTO_OP_META_SET, "mode", v_one },
+		{ PROTO_OP_META_ARITH, "mode", v_mode_s },
+		{ PROTO_OP_META_ARITH, "mode", v_mode_nul },
+		{ PROTO_OP_META_ARITH, "delta", v_neg },
+		{ PROTO_OP_META_ARITH, "initial", v_str },
+		{ PROTO_OP_META_DELETE, "ttl", v_str },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		meta_one_opt(bad[i].op, 600 + i, bad[i].name, bad[i].val);
+		expect_reject(PROTO_ST_BAD_REQUEST, 600 + i);
+	}
+	/* the same values where they belong are fine */
+	meta_one_opt(PROTO_OP_META_SET, 1, "flags", v_one);
+	expect_ok(&(struct proto_bin_req){ 0 });
+	meta_one_opt(PROTO_OP_META_ARITH, 1, "delta", v_u64max);
+	expect_ok(&(struct proto_bin_req){ 0 });
+	meta_one_opt(PROTO_OP_META_GET, 1, "ttl", v_neg);
+	expect_ok(&(struct proto_bin_req){ 0 });
+	meta_one_opt(PROTO_OP_META_ARITH, 1, "mode", v_mode_i);
+	expect_ok(&(struct proto_bin_req){ 0 });
+}
+
+Test(binary, meta_malformed_maps)
+{
+	static const uint32_t ops[] = { PROTO_OP_META_GET, PROTO_OP_META_SET,
+					PROTO_OP_META_DELETE,
+					PROTO_OP_META_ARITH };
+
+	for (size_t i = 0; i < 4; i++) {
+		uint32_t op = ops[i], set = op == PROTO_OP_META_SET;
+
+		/* options that are not a map */
+		req_begin(op, 1, 2 + set);
+		pack_str("k");
+		if (set)
+			pack_bin("v", 1);
+		msgpack_pack_array(&pk, 0);
+		finish();
+		expect_reject(PROTO_ST_BAD_REQUEST, 1);
+		req_begin(op, 2, 2 + set);
+		pack_str("k");
+		if (set)
+			pack_bin("v", 1);
+		pack_str("v");
+		finish();
+		expect_reject(PROTO_ST_BAD_REQUEST, 2);
+
+		/* a key that is not a string */
+		req_begin(op, 3, 2 + set);
+		pack_str("k");
+		if (set)
+			pack_bin("v", 1);
+		msgpack_pack_map(&pk, 1);
+		msgpack_pack_uint32(&pk, 1);
+		msgpack_pack_true(&pk);
+		finish();
+		expect_reject(PROTO_ST_BAD_REQUEST, 3);
+
+		/* a key twice */
+		req_begin(op, 4, 2 + set);
+		pack_str("k");
+		if (set)
+			pack_bin("v", 1);
+		msgpack_pack_map(&pk, 2);
+		pack_str("ttl");
+		msgpack_pack_uint32(&pk, 1);
+		pack_str("ttl");
+		msgpack_pack_uint32(&pk, 2);
+		finish();
+		expect_reject(PROTO_ST_BAD_REQUEST, 4);
+
+		/* more entries than options exist */
+		req_begin(op, 5, 2 + set);
+		pack_str("k");
+		if (set)
+			pack_bin("v", 1);
+		msgpack_pack_map(&pk, PROTO_BIN_META_OPTS_MAX + 1);
+		for (uint32_t j = 0; j <= PROTO_BIN_META_OPTS_MAX; j++) {
+			pack_str("ttl");
+			msgpack_pack_uint32(&pk, j);
+		}
+		finish();
+		expect_reject(PROTO_ST_BAD_REQUEST, 5);
+
+		/* a bad key is BAD_KEY whatever the options */
+		req_begin(op, 6, 2 + set);
+		pack_str("a b");
+		if (set)
+			pack_bin("v", 1);
+		msgpack_pack_map(&pk, 0);
+		finish();
+		expect_reject(PROTO_ST_BAD_KEY, 6);
+	}
+}
+
+Test(binary, meta_hostile_maps)
+{
+	/* [22, 1, "k", map32 claiming 2^32-1 entries]: refused before
+	 * msgpack-c could allocate for them */
+	static const unsigned char claim[] = { 0x94, 0x16, 0x01, 0xa1, 0x6b,
+					       0xdf, 0xff, 0xff, 0xff, 0xff,
+					       0xa1, 0x76, 0xc3 };
+	/* an option whose value nests past the depth limit */
+	static const unsigned char deep[] = { 0x94, 0x16, 0x01, 0xa1,
+					      0x6b, 0x81, 0xa1, 0x76,
+					      0x91, 0x91, 0x91, 0xc3 };
+
+	set_body(claim, sizeof(claim));
+	expect_fatal();
+	set_body(deep, sizeof(deep));
+	expect_fatal();
+}
+
+Test(binary, meta_replies)
+{
+	struct proto_bin_meta_reply in = {
+		.fields = PROTO_MR_FLAGS | PROTO_MR_CAS | PROTO_MR_TTL |
+			  PROTO_MR_SIZE | PROTO_MR_LA | PROTO_MR_HIT |
+			  PROTO_MR_WON | PROTO_MR_STALE | PROTO_MR_WONBY |
+			  PROTO_MR_VALUE,
+		.flags = UINT32_MAX,
+		.cas = UINT64_MAX,
+		.ttl = -1,
+		.size = 6,
+		.last_access = 12,
+		.hit = false,
+		.value = { "val\0ue", 6 },
+	};
+	struct proto_bin_meta_reply out;
+	struct proto_bin_reply rep;
+	size_t at;
+
+	reply_begin(1, PROTO_ST_OK);
+	cr_assert_eq(proto_bin_pack_meta_reply(&pk, &in, true), 0);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert(proto_bin_meta_reply_decode(&rep.payload, &out));
+	cr_assert_eq(out.fields, in.fields, "%#x %#x", out.fields, in.fields);
+	cr_assert_eq(out.flags, UINT32_MAX);
+	cr_assert_eq(out.cas, UINT64_MAX);
+	cr_assert_eq(out.ttl, -1);
+	cr_assert_eq(out.size, 6);
+	cr_assert_eq(out.last_access, 12);
+	cr_assert_not(out.hit);
+	assert_bytes(out.value, "val\0ue", 6);
+
+	/* the value's bytes appended by the caller (by reference) */
+	reply_begin(2, PROTO_ST_OK);
+	cr_assert_eq(proto_bin_pack_meta_reply(&pk, &in, false), 0);
+	at = sb.size;
+	msgpack_sbuffer_write(&sb, "val\0ue", 6);
+	cr_assert_eq(sb.size, at + 6);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert(proto_bin_meta_reply_decode(&rep.payload, &out));
+	assert_bytes(out.value, "val\0ue", 6);
+
+	/* arithmetic's number; only the true booleans are sent */
+	in = (struct proto_bin_meta_reply){ .fields = PROTO_MR_NUMBER |
+						      PROTO_MR_CAS,
+					    .number = UINT64_MAX,
+					    .cas = 3 };
+	reply_begin(3, PROTO_ST_OK);
+	cr_assert_eq(proto_bin_pack_meta_reply(&pk, &in, true), 0);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert_eq(rep.payload.via.map.size, 2);
+	cr_assert(proto_bin_meta_reply_decode(&rep.payload, &out));
+	cr_assert_eq(out.fields, PROTO_MR_NUMBER | PROTO_MR_CAS);
+	cr_assert_eq(out.number, UINT64_MAX);
+	cr_assert_eq(out.cas, 3);
+
+	/* an empty map and nil: nothing known */
+	reply_begin(4, PROTO_ST_NOT_FOUND);
+	msgpack_pack_map(&pk, 0);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert(proto_bin_meta_reply_decode(&rep.payload, &out));
+	cr_assert_eq(out.fields, 0);
+	reply_begin(5, PROTO_ST_NOT_FOUND);
+	msgpack_pack_nil(&pk);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert(proto_bin_meta_reply_decode(&rep.payload, &out));
+	cr_assert_eq(out.fields, 0);
+
+	/* unknown keys are skipped; false booleans are absent */
+	reply_begin(6, PROTO_ST_OK);
+	msgpack_pack_map(&pk, 4);
+	pack_str("future");
+	msgpack_pack_array(&pk, 0);
+	pack_str("won");
+	msgpack_pack_false(&pk);
+	pack_str("hit");
+	msgpack_pack_true(&pk);
+	pack_str("cas");
+	msgpack_pack_uint32(&pk, 8);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert(proto_bin_meta_reply_decode(&rep.payload, &out));
+	cr_assert_eq(out.fields, PROTO_MR_HIT | PROTO_MR_CAS);
+	cr_assert(out.hit);
+	cr_assert_eq(out.cas, 8);
+}
+
+Test(binary, meta_malformed_replies)
+{
+	static const struct {
+		const char *key;
+		void (*val)(void);
+	} bad[] = {
+		{ "flags", v_u33 }, { "flags", v_neg },	  { "cas", v_neg },
+		{ "cas", v_str },   { "ttl", v_u64max },  { "ttl", v_str },
+		{ "size", v_neg },  { "la", v_true },	  { "hit", v_one },
+		{ "won", v_one },   { "stale", v_nil },	  { "wonby", v_str },
+		{ "value", v_neg }, { "value", v_array }, { "value", v_true },
+	};
+	struct proto_bin_meta_reply out;
+	struct proto_bin_reply rep;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		reply_begin(i, PROTO_ST_OK);
+		msgpack_pack_map(&pk, 1);
+		pack_str(bad[i].key);
+		bad[i].val();
+		finish();
+		cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+			     PROTO_BIN_OK);
+		cr_assert_not(proto_bin_meta_reply_decode(&rep.payload, &out),
+			      "%s", bad[i].key);
+	}
+	/* not a map; a key not a string */
+	reply_begin(20, PROTO_ST_OK);
+	msgpack_pack_array(&pk, 0);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert_not(proto_bin_meta_reply_decode(&rep.payload, &out));
+	reply_begin(21, PROTO_ST_OK);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_true(&pk);
+	finish();
+	cr_assert_eq(proto_bin_decode_reply(&dec, body, body_n, &rep),
+		     PROTO_BIN_OK);
+	cr_assert_not(proto_bin_meta_reply_decode(&rep.payload, &out));
+}
+
 /* ---- names ---- */
 
 Test(binary, names)
 {
 	static const char *const ops[] = {
-		NULL,	   "get",    "gets",	"mget",	     "set",    "add",
-		"replace", "append", "prepend", "cas",	     "delete", "incr",
-		"decr",	   "touch",  "gat",	"flush_all", "scan",   "stats",
-		"version", "noop",   "quit",	"auth",
+		NULL,	      "get",	 "gets",     "mget",	 "set",
+		"add",	      "replace", "append",   "prepend",	 "cas",
+		"delete",     "incr",	 "decr",     "touch",	 "gat",
+		"flush_all",  "scan",	 "stats",    "version",	 "noop",
+		"quit",	      "auth",	 "meta_get", "meta_set", "meta_delete",
+		"meta_arith",
 	};
 	static const char *const sts[] = {
 		"OK",	       "NOT_FOUND",    "NOT_STORED",	"EXISTS",
@@ -1715,7 +2346,7 @@ Test(binary, names)
 	for (uint32_t op = 1; op <= PROTO_OP_MAX; op++)
 		cr_assert_str_eq(proto_bin_op_name(op), ops[op]);
 	cr_assert_str_eq(proto_bin_op_name(0), "?");
-	cr_assert_str_eq(proto_bin_op_name(22), "?");
+	cr_assert_str_eq(proto_bin_op_name(26), "?");
 	cr_assert_str_eq(proto_bin_op_name(UINT32_MAX), "?");
 	for (uint32_t s = 0; s <= PROTO_ST_MAX; s++)
 		cr_assert_str_eq(proto_bin_status_name(s), sts[s]);

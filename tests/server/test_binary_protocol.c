@@ -5,8 +5,10 @@
  * BAD_REQUEST and the connection goes on; one without an id, or claiming
  * more than the frame limit, closes the connection at once (nothing of it
  * is buffered); large values (zero-copy replies) arrive intact; STATS
- * gives what the text `stats` lines give. Requests are packed with
- * msgpack-c and the shared codec; replies are decoded with the codec.
+ * gives what the text `stats` lines give; the meta ops answer result maps
+ * in order, refuse unknown options and too large values. Requests are
+ * packed with msgpack-c and the shared codec; replies are decoded with
+ * the codec.
  * memcached has no binary protocol of this kind: skipped there.
  */
 #include <criterion/criterion.h>
@@ -453,4 +455,149 @@ Test(binary, deep_pipeline_answers_everything)
 		seen++;
 	}
 	cr_assert_eq(seen, N);
+}
+
+/* Queues a meta op on key with options m (NULL: none), and for META_SET
+ * the value val[vlen]. */
+static void req_meta(uint32_t op, uint64_t id, const char *key, const void *val,
+		     size_t vlen, const struct proto_bin_meta *m)
+{
+	size_t f = proto_bin_begin(&sb);
+	bool set = op == PROTO_OP_META_SET;
+
+	proto_bin_pack_request_head(&pk, op, id, 1 + set + (m != NULL));
+	pack_bytes(key);
+	if (set)
+		msgpack_pack_bin_with_body(&pk, val, vlen);
+	if (m)
+		proto_bin_pack_meta_opts(&pk, m);
+	proto_bin_end(&sb, f);
+}
+
+/* A meta reply with the given status; its result map into *mr. */
+static void expect_meta(uint64_t id, uint32_t status,
+			struct proto_bin_meta_reply *mr)
+{
+	struct proto_bin_reply r = read_reply(id);
+
+	cr_assert_eq(r.status, status, "id %lu: status %s, want %s", id,
+		     proto_bin_status_name(r.status),
+		     proto_bin_status_name(status));
+	cr_assert_eq(r.payload.type, MSGPACK_OBJECT_MAP,
+		     "id %lu: a meta reply's payload is a map", id);
+	cr_assert(proto_bin_meta_reply_decode(&r.payload, mr));
+}
+
+Test(binary, meta_ops_answer_maps_in_order)
+{
+	const struct proto_bin_meta v = { .opts = PROTO_META_VALUE };
+	const struct proto_bin_meta viv = {
+		.opts = PROTO_META_VALUE | PROTO_META_VIVIFY, .vivify_ttl = 30
+	};
+	const struct proto_bin_meta add = { .opts = PROTO_META_MODE,
+					    .mode = 'E' };
+	const struct proto_bin_meta inval = { .opts = PROTO_META_INVALIDATE };
+	const struct proto_bin_meta incr = {
+		.opts = PROTO_META_VALUE | PROTO_META_DELTA, .delta = 5
+	};
+	struct proto_bin_meta_reply mr;
+	size_t big = 100000;
+	char *bv = malloc(big);
+
+	start(NULL);
+	cr_assert_not_null(bv);
+	memset(bv, 'b', big);
+	req_meta(PROTO_OP_META_GET, 1, "k", NULL, 0, &v);
+	req_meta(PROTO_OP_META_SET, 2, "k", "val", 3, NULL);
+	req_meta(PROTO_OP_META_SET, 3, "k", "x", 1, &add);
+	req_meta(PROTO_OP_META_GET, 4, "k", NULL, 0, &v);
+	req_meta(PROTO_OP_META_DELETE, 5, "k", NULL, 0, &inval);
+	req_meta(PROTO_OP_META_GET, 6, "k", NULL, 0, &v);
+	req_meta(PROTO_OP_META_GET, 7, "k", NULL, 0, NULL);
+	req_meta(PROTO_OP_META_GET, 8, "viv", NULL, 0, &viv);
+	req_meta(PROTO_OP_META_SET, 9, "n", "10", 2, NULL);
+	req_meta(PROTO_OP_META_ARITH, 10, "n", NULL, 0, &incr);
+	req_meta(PROTO_OP_META_ARITH, 11, "k", NULL, 0, NULL);
+	req_meta(PROTO_OP_META_SET, 12, "big", bv, big, NULL);
+	req_meta(PROTO_OP_META_GET, 13, "big", NULL, 0, &v);
+	req_key(PROTO_OP_NOOP, 14, NULL);
+	flush();
+
+	expect_meta(1, PROTO_ST_NOT_FOUND, &mr);
+	cr_assert_eq(mr.fields, 0, "a miss knows nothing");
+	expect_meta(2, PROTO_ST_OK, &mr);
+	cr_assert_eq(mr.fields, PROTO_MR_CAS, "a set answers its cas");
+	cr_assert_gt(mr.cas, 0);
+	expect_meta(3, PROTO_ST_NOT_STORED, &mr);
+	expect_meta(4, PROTO_ST_OK, &mr);
+	cr_assert(mr.fields & PROTO_MR_VALUE);
+	cr_assert_eq(mr.value.n, 3);
+	cr_assert(!memcmp(mr.value.p, "val", 3));
+	cr_assert_eq(mr.ttl, -1);
+	cr_assert_eq(mr.size, 3);
+	cr_assert_not(mr.hit);
+	expect_meta(5, PROTO_ST_OK, &mr);
+	expect_meta(6, PROTO_ST_OK, &mr);
+	cr_assert_eq(mr.fields & (PROTO_MR_WON | PROTO_MR_STALE),
+		     PROTO_MR_WON | PROTO_MR_STALE);
+	cr_assert(!memcmp(mr.value.p, "val", 3), "the stale value");
+	expect_meta(7, PROTO_ST_OK, &mr);
+	cr_assert_eq(mr.fields & (PROTO_MR_WONBY | PROTO_MR_STALE |
+				  PROTO_MR_WON | PROTO_MR_VALUE),
+		     PROTO_MR_WONBY | PROTO_MR_STALE);
+	cr_assert(mr.hit);
+	expect_meta(8, PROTO_ST_OK, &mr);
+	cr_assert(mr.fields & PROTO_MR_WON);
+	cr_assert_eq(mr.value.n, 0);
+	expect_meta(9, PROTO_ST_OK, &mr);
+	expect_meta(10, PROTO_ST_OK, &mr);
+	cr_assert(mr.fields & PROTO_MR_NUMBER);
+	cr_assert_eq(mr.number, 15);
+	expect_status(11, PROTO_ST_NON_NUMERIC);
+	expect_meta(12, PROTO_ST_OK, &mr);
+	expect_meta(13, PROTO_ST_OK, &mr);
+	cr_assert_eq(mr.value.n, big, "a large value by reference");
+	cr_assert(!memcmp(mr.value.p, bv, big));
+	expect_status(14, PROTO_ST_OK);
+	free(bv);
+}
+
+Test(binary, meta_bad_options_and_too_large)
+{
+	struct proto_bin_meta_reply mr;
+	size_t f;
+
+	start(NULL);
+	/* an unknown option: BAD_REQUEST with a message; goes on */
+	f = proto_bin_begin(&sb);
+	proto_bin_pack_request_head(&pk, PROTO_OP_META_GET, 1, 2);
+	pack_bytes("k");
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "bogus", 5);
+	msgpack_pack_true(&pk);
+	proto_bin_end(&sb, f);
+	req_meta(PROTO_OP_META_SET, 2, "k", "old", 3, NULL);
+	flush();
+	{
+		struct proto_bin_reply r = read_reply(1);
+
+		cr_assert_eq(r.status, PROTO_ST_BAD_REQUEST);
+		cr_assert_eq(r.payload.type, MSGPACK_OBJECT_STR);
+	}
+	expect_meta(2, PROTO_ST_OK, &mr);
+
+	/* a value over the limit: TOO_LARGE, and the old value is gone,
+	 * as after a too large SET */
+	{
+		size_t n = 1024 * 1024 + 1;
+		char *v = calloc(1, n);
+
+		cr_assert_not_null(v);
+		req_meta(PROTO_OP_META_SET, 3, "k", v, n, NULL);
+		free(v);
+	}
+	req_meta(PROTO_OP_META_GET, 4, "k", NULL, 0, NULL);
+	flush();
+	expect_status(3, PROTO_ST_TOO_LARGE);
+	expect_meta(4, PROTO_ST_NOT_FOUND, &mr);
 }
