@@ -155,7 +155,9 @@ def mg_cases(cs):
     cs.add("mg_opaque_empty_miss", "mg $K v O")
     cs.add("mg_k_empty_then_flag", MS, "mg $K kv")
     cs.add("mg_flag_with_junk", MS, "mg $K vjunk cjunk")
-    for n in (17, 18, 19, 20, 21, 22, 23, 24, 30):
+    # More than 20 tokens (command, key, flags and one for the line end)
+    # is too many: 16 flags after the key are the most.
+    for n in (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 30):
         fl = " ".join(["O%d" % i for i in range(1)] +
                       ["P%d" % i for i in range(n - 1)])
         cs.add("mg_tokens_%d" % n, MS, "mg $K v " + fl)
@@ -334,7 +336,7 @@ def ms_cases(cs):
     cs.add("ms_opaque_32", "ms $K 2 O" + "p" * 31 + "\r\nhi\r\n")
     cs.add("ms_opaque_33", MS, "ms $K 2 O" + "p" * 32 + "\r\nho\r\n",
            "mg $K v")
-    for n in (18, 19, 20, 21, 24):
+    for n in (15, 16, 17, 18, 19, 20, 21, 24):
         fl = " ".join("P%d" % i for i in range(n))
         cs.add("ms_tokens_%d" % n, MS, "ms $K 2 %s\r\nho\r\n" % fl,
                "mg $K v")
@@ -387,7 +389,7 @@ def md_cases(cs):
     cs.add("md_opaque_33", MS, "md $K O" + "o" * 32, "mg $K v")
     cs.add("md_opaque_33_q", MS, "md $K q O" + "o" * 32, "mg $K v")
     cs.add("md_classic_noreply", "md $K noreply")
-    for n in (18, 19, 20, 21, 24):
+    for n in (15, 16, 17, 18, 19, 20, 21, 24):
         cs.add("md_tokens_%d" % n, MS,
                "md $K " + " ".join("P%d" % i for i in range(n)), "mg $K v")
     cs.add("md_then_delete", MS, "md $K", "delete $K")
@@ -459,7 +461,7 @@ def ma_cases(cs):
     cs.add("ma_no_key", "ma")
     cs.add("ma_key_251", "ma $L251 v")
     cs.add("ma_opaque_33", NUM, "ma $K v O" + "o" * 32, "get $K")
-    for n in (18, 19, 20, 21, 24):
+    for n in (15, 16, 17, 18, 19, 20, 21, 24):
         cs.add("ma_tokens_%d" % n, NUM,
                "ma $K v " + " ".join("P%d" % i for i in range(n)))
     cs.add("ma_on_stale", NUM, "md $K I", "ma $K v c", "mg $K v c")
@@ -557,7 +559,7 @@ def classic_cases(cs):
            "mg $K f")
     cs.add("classic_noreply_and_mn", "set $K 0 0 1 noreply\r\nx\r\n",
            "get $K")
-    cs.add("classic_flush_then_mg", MS,
+    cs.add("classic_verbosity_pipelined", MS,
            "mg $K v\r\nverbosity 1\r\nmg $K v")
     cs.add("classic_mg_N_then_get", "mg $K N30", "get $K", "gets $K")
     cs.add("classic_mg_N_then_add", "mg $K N30", "add $K 0 0 2\r\nhi\r\n",
@@ -619,6 +621,101 @@ def swr_cases(cs):
     cs.add("swr_ms_I_plain_item", MS, "ms $K 2 I\r\nho\r\n", "mg $K v")
 
 
+def more_cases(cs):
+    # Flags that every command ignores (proxy hints) and odd spacing.
+    cs.add("ignored_P_L_all", NUM, "ma $K P1 L2 v", "md $K P1 L2 q",
+           "mg $K P L v", "ms $K 1 P L\r\n1\r\n", "me $K P L")
+    cs.add("ms_spaces", "ms  $K   2   T0  \r\nhi\r\n", "mg $K v")
+    cs.add("ms_bare_lf", "ms $K 2\nhi\r\n", "mg $K v")
+    cs.add("md_spaces", MS, "md   $K   q  ", "mg $K v")
+    cs.add("ma_spaces", NUM, "ma  $K  v  ", "get $K")
+    # ms with a zero length: its terminator is the data block.
+    cs.add("ms_len_zero_bad_terminator", "ms $K 0\r\nxy\r\n", "mg $K v")
+    # The data block may hold anything, a request included.
+    cs.add("ms_data_is_request", "ms $K 10\r\nmg $K v\r\n\r\n",
+           "mg $K v")
+    cs.add("ms_data_nul", "ms $K 3\r\na\x00b\r\n", "mg $K v s")
+    cs.add("ms_data_only_crlf", "ms $K 2\r\n\r\n\r\n", "mg $K v")
+    cs.add("ms_binary_b64_key_binary_value",
+           "ms $BK 4 b F3\r\n\x00\r\n\xff\r\n", "mg $BK b v f k s")
+    # Flags after an error on the same line do not matter.
+    cs.add("ms_error_then_valid_flags", MS, "ms $K 2 ! c k\r\nho\r\n",
+           "mg $K v")
+    cs.add("ms_bad_b64_q", "ms $K! 2 b q\r\nhi\r\n", "mg $K v")
+    cs.add("ms_b_key_too_long", "ms %s 2 b\r\nhi\r\n" % ("QUFB" * 63))
+    cs.add("ms_opaque_33_q", MS, "ms $K 2 q O" + "p" * 32 + "\r\nho\r\n",
+           "mg $K v")
+    cs.add("ms_mode_E_T", "ms $K 2 ME T100\r\nhi\r\n", "mg $K t v")
+    cs.add("ms_mode_R_keeps_cas_rule", MS + "mg $K c",
+           "ms $K 2 MR c\r\nho\r\n", "mg $K c")
+    cs.add("ms_mode_S_explicit_C", MS + "mg $K c",
+           "ms $K 2 MS C$C1 q\r\nho\r\n", "ms $K 2 MS C$C1 q\r\nhu\r\n",
+           "mg $K v")
+    cs.add("ms_mode_E_C", "ms $K 2 ME C1\r\nhi\r\n", "mg $K v")
+    cs.add("ms_mode_E_I", "ms $K 2 ME I\r\nhi\r\n", "mg $K v")
+    cs.add("ms_mode_A_I_older", MS + "mg $K c",
+           "ms $K 1 MA C$C1-1 I\r\n!\r\n", "mg $K v c")
+    cs.add("ms_mode_P_stale_item", MS, "md $K I",
+           "ms $K 1 MP\r\n<\r\n", "mg $K v")
+    cs.add("ms_mode_A_vivified", "mg $K N30", "ms $K 2 MA\r\nhi\r\n",
+           "mg $K v t")
+    cs.add("ms_F_T_then_modes", "ms $K 2 F1 T100\r\nhi\r\n",
+           "ms $K 2 MR F2\r\nho\r\n", "mg $K f t v")
+    # mg: h after a miss that vivified; t after T on a vivified item.
+    cs.add("mg_vivified_h_t", "mg $K N30 h t", "mg $K h t s f v")
+    cs.add("mg_vivified_T", "mg $K N30", "mg $K T100 t")
+    cs.add("mg_N_T_miss", "mg $K N30 T100 t")
+    cs.add("mg_T_N_miss", "mg $K T100 N30 t")
+    cs.add("mg_u_T", MS, "mg $K u T100 t h", "mg $K h t")
+    cs.add("mg_O_special", MS, "mg $K O:a/b-c_d", "mg $K2 O:a/b-c_d")
+    cs.add("mg_k_b_text_item", MS, "mg $BKT b k", "mg $BKT b k c O1")
+    cs.add("mg_s_large", "ms $K 70000\r\n" + "q" * 70000 + "\r\n",
+           "mg $K s", "mg $K v s")
+    cs.add("mg_many_pipelined", MS, "".join(
+        "mg $K v O%d\r\nmg $K2 O%d k\r\n" % (i, i) for i in range(50)))
+    cs.add("mg_many_pipelined_q", MS, "".join(
+        "mg $K q v O%d\r\nmg $K2 q O%d k\r\n" % (i, i) for i in range(50)))
+    # md with I and C on a stale item; md x-like flags left out (golden).
+    cs.add("md_I_stale_C", MS, "md $K I", "mg $K c", "md $K C$C1",
+           "mg $K v")
+    cs.add("md_I_then_ms_I", MS + "mg $K c", "md $K I",
+           "ms $K 2 C$C1 I\r\nho\r\n", "mg $K v c")
+    cs.add("md_q_k_O_hit", MS, "md $K q k O1", "mg $K v")
+    cs.add("md_b_k_text_item", SET, "md $BKT b k")
+    # ma more.
+    cs.add("ma_N_J_max", "ma $K N0 J18446744073709551615 v", "ma $K v")
+    cs.add("ma_J_overflow", "ma $K N0 J18446744073709551616 v")
+    cs.add("ma_N_T", "ma $K N50 T100 t v", "mg $K t")
+    cs.add("ma_N_existing", NUM, "ma $K N100 J5 t v")
+    cs.add("ma_decr_zero", "set $K 0 0 1\r\n0\r\n", "ma $K MD v",
+           "ma $K M- D0 v")
+    cs.add("ma_q_v_miss_N", "ma $K q v N0 J9", "mg $K v")
+    cs.add("ma_q_EX_shown", NUM + "mg $K c", "ma $K q C$C1+1 v")
+    cs.add("ma_C_I_stale", NUM, "md $K I", "mg $K c", "ma $K C$C1 v c",
+           "mg $K c")
+    cs.add("ma_value_20_digits", "set $K 0 0 20\r\n18446744073709551614\r\n",
+           "ma $K v", "ma $K v")
+    cs.add("ma_value_with_letters", "set $K 0 0 3\r\n1a2\r\n", "ma $K v")
+    cs.add("ma_value_negative", "set $K 0 0 2\r\n-1\r\n", "ma $K v")
+    cs.add("ma_after_append", NUM, "append $K 0 0 1\r\n5\r\n", "ma $K v",
+           "mg $K s v")
+    cs.add("ma_binary_value", "set $K 0 0 3\r\n1\x002\r\n", "ma $K v")
+    # Classic after meta, more.
+    cs.add("classic_gets_after_ma_c", "ma $K N0 J1 c", "gets $K",
+           "ma $K c", "gets $K")
+    cs.add("classic_cas_on_vivified", "mg $K N30 c",
+           "cas $K 0 0 2 $C1\r\nhi\r\n", "mg $K v c")
+    cs.add("classic_touch_on_stale", MS, "md $K I", "touch $K 100",
+           "mg $K t v")
+    cs.add("classic_gat_on_vivified", "mg $K N30", "gat 100 $K",
+           "mg $K t v")
+    cs.add("classic_delete_noreply_md", MS, "delete $K noreply\r\nmd $K")
+    cs.add("classic_verbosity_between", "mg $K q v\r\nverbosity 1\r\n"
+           "mg $K q v\r\n", "mn")
+    cs.add("classic_get_b64_stored_key", "ms $BK 2 b\r\nhi\r\n",
+           "mg $BK b k v")
+
+
 def build():
     cs = Cases()
     mn_cases(cs)
@@ -630,4 +727,5 @@ def build():
     quiet_cases(cs)
     classic_cases(cs)
     swr_cases(cs)
+    more_cases(cs)
     return cs

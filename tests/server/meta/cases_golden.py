@@ -145,7 +145,7 @@ def build():
     g("golden_ms_s_append", src + " (the new size on append)", [
         ("ms $K 5 s\r\nhello\r\n", "HD s5\r\n"),
         ("ms $K 3 MA s\r\n!!!\r\n", "HD s8\r\n"),
-        ("ms $K 1 MP s c\r\n<\r\n", "HD s9 c$2\r\n"),
+        ("ms $K 1 MP s c\r\n<\r\n", "HD s9 c$1\r\n"),
     ])
     g("golden_ms_s_order", src + "; flags in request order", [
         ("ms $K 2 k s O1 c\r\nhi\r\n", "HD k$K s2 O1 c$1\r\n"),

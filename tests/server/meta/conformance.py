@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_diff  # noqa: E402
 import cases_golden  # noqa: E402
 from metalib import (Conn, Norm, Reply, Sleep, compare, norm_equal,  # noqa
-                     run_case)
+                     run_case, small)
 
 JOBS = 12
 
@@ -57,12 +57,12 @@ def show_replies(label, replies):
     return "\n".join(out)
 
 
-def run_differential(ref_port, port, filters, dump):
+def run_differential(ref_port, port, filters, dump, bytewise_all=False):
     cases = [c for c in cases_diff.build().all if wanted(c.name, filters)]
     jobs = []
     for c in cases:
         jobs.append((c, "d:" + c.name, False))
-        if c.bytewise:
+        if c.bytewise or (bytewise_all and small(c.steps, 100000)):
             jobs.append((c, "b:" + c.name, True))
 
     def one(job):
@@ -158,10 +158,11 @@ def race_round(port, key, prepare, request, conns=50):
 
 
 def run_race(port, label, filters, rounds=3):
-    """One W among 50, the others Z: a missing key fetched with N30, and
-    a stale key (md I) fetched plainly."""
+    """One W among 50, the others Z: a missing key fetched with N30, a
+    stale key (md I) fetched plainly, a key with 10 s to live fetched with
+    R30."""
     bad = runs = 0
-    for kind in ("vivify", "stale"):
+    for kind in ("vivify", "stale", "recache"):
         name = "race_" + kind
         if not wanted(name, filters):
             continue
@@ -170,10 +171,13 @@ def run_race(port, label, filters, rounds=3):
             if kind == "vivify":
                 prepare = b""
                 request = b"mg " + key + b" v N30 c\r\n"
-            else:
+            elif kind == "stale":
                 prepare = (b"ms " + key + b" 2 T60\r\nhi\r\nmd " + key +
                            b" I\r\n")
                 request = b"mg " + key + b" v c\r\n"
+            else:
+                prepare = b"ms " + key + b" 2 T10\r\nhi\r\n"
+                request = b"mg " + key + b" v c R30\r\n"
             runs += 1
             replies, err = race_round(port, key, prepare, request)
             if err:
@@ -208,6 +212,8 @@ def main():
     ap.add_argument("--race", action="store_true", help="run the race test")
     ap.add_argument("--list", action="store_true", help="list case names")
     ap.add_argument("--dump", help="write memcached's replies to FILE")
+    ap.add_argument("--bytewise-all", action="store_true",
+                    help="run every differential case one byte a write too")
     ap.add_argument("filters", nargs="*", help="substrings of case names")
     a = ap.parse_args()
     if a.list:
@@ -215,14 +221,15 @@ def main():
             print("diff   " + c.name + (" (+bytewise)" if c.bytewise else ""))
         for g in cases_golden.build().all:
             print("golden " + g.case.name)
-        print("race   race_vivify\nrace   race_stale")
+        print("race   race_vivify\nrace   race_stale\nrace   race_recache")
         return 0
     if not a.port:
         ap.error("--port is needed")
     t0 = time.monotonic()
     failed = 0
     if a.ref_port:
-        failed += run_differential(a.ref_port, a.port, a.filters, a.dump)
+        failed += run_differential(a.ref_port, a.port, a.filters, a.dump,
+                                   a.bytewise_all)
         if a.race:
             failed += run_race(a.ref_port, "memcached", a.filters)
     if a.golden:
