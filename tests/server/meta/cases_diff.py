@@ -716,6 +716,66 @@ def more_cases(cs):
            "mg $BK b k v")
 
 
+# States an item can be in before a generated case's command, as setup
+# steps; mg c after each so that $C1 is its CAS (a miss has none).
+STATES = {
+    "hit": [MS_TTL],
+    "classic": [SET],
+    "miss": [],
+    "stale": [MS, "md $K I"],
+    "won": ["mg $K N30"],              # vivified, token sent: Z next
+    "stalewon": [MS, "md $K I", "mg $K"],
+    "expired": ["ms $K 2 T-1\r\nhi\r\n"],
+    "counter": [NUM],
+    "counterstale": [NUM, "md $K I"],
+}
+PROBE = "mg $K v c t f s"
+
+
+def matrix_cases(cs):
+    """Generated combinations: each command with each pair of its flags in
+    each item state, then a probe of the item."""
+    mgf = ["v", "c", "f", "h", "k", "l", "O7", "q", "s", "t", "u", "N30",
+           "R30", "T60"]
+    for st in ("hit", "miss", "stale", "won"):
+        for i, a in enumerate(mgf):
+            for b in mgf[i + 1:]:
+                cs.add("mx_mg_%s_%s_%s" % (st, a, b), *STATES[st],
+                       "mg $K %s %s" % (a, b), PROBE)
+    for st in ("classic", "stalewon", "expired"):
+        for a in mgf:
+            cs.add("mx_mg_%s_%s" % (st, a), *STATES[st], "mg $K %s" % a,
+                   PROBE)
+    modes = ["", "ME", "MA", "MP", "MR", "MS"]
+    extras = ["", "c", "k O1", "q", "c q", "I", "C$C1 c", "C$C1 I", "T30 F3"]
+    for st in ("hit", "miss", "stale", "won", "expired"):
+        for m in modes:
+            for x in extras:
+                fl = " ".join(t for t in (m, x) if t)
+                cs.add("mx_ms_%s_%s_%s" % (st, m or "none",
+                                           x.replace(" ", "_") or "none"),
+                       *STATES[st], "mg $K c", "ms $K 3 %s\r\nabc\r\n" % fl,
+                       PROBE)
+    mamodes = ["", "MI", "MD"]
+    maextras = ["v", "q", "N0 v", "N0 J5 q v", "t v", "c k O1", "C$C1 v",
+                "T30 t v", "D7 v"]
+    for st in ("counter", "miss", "counterstale", "won", "classic",
+               "expired"):
+        for m in mamodes:
+            for x in maextras:
+                fl = " ".join(t for t in (m, x) if t)
+                cs.add("mx_ma_%s_%s_%s" % (st, m or "none",
+                                           x.replace(" ", "_")),
+                       *STATES[st], "mg $K c", "ma $K %s" % fl, PROBE)
+    mdextras = ["", "q", "I", "I q", "I T30", "k O1", "C$C1", "C$C1 I",
+                "C$C1 q", "I k O2 T0"]
+    for st in ("hit", "miss", "stale", "won", "stalewon", "expired"):
+        for x in mdextras:
+            cs.add("mx_md_%s_%s" % (st, x.replace(" ", "_") or "none"),
+                   *STATES[st], "mg $K c", "md $K %s" % x, PROBE,
+                   "mg $K c v")
+
+
 def build():
     cs = Cases()
     mn_cases(cs)
@@ -728,4 +788,5 @@ def build():
     classic_cases(cs)
     swr_cases(cs)
     more_cases(cs)
+    matrix_cases(cs)
     return cs
