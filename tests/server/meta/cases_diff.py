@@ -717,7 +717,9 @@ def more_cases(cs):
 
 
 # States an item can be in before a generated case's command, as setup
-# steps; mg c after each so that $C1 is its CAS (a miss has none).
+# steps; the ms/ma/md cases then read the CAS with me (which, unlike mg,
+# neither hands out a recache token nor marks the item fetched) so that $C1
+# is the CAS (a miss has none).
 STATES = {
     "hit": [MS_TTL],
     "classic": [SET],
@@ -754,7 +756,7 @@ def matrix_cases(cs):
                 fl = " ".join(t for t in (m, x) if t)
                 cs.add("mx_ms_%s_%s_%s" % (st, m or "none",
                                            x.replace(" ", "_") or "none"),
-                       *STATES[st], "mg $K c", "ms $K 3 %s\r\nabc\r\n" % fl,
+                       *STATES[st], "me $K", "ms $K 3 %s\r\nabc\r\n" % fl,
                        PROBE)
     mamodes = ["", "MI", "MD"]
     maextras = ["v", "q", "N0 v", "N0 J5 q v", "t v", "c k O1", "C$C1 v",
@@ -766,13 +768,13 @@ def matrix_cases(cs):
                 fl = " ".join(t for t in (m, x) if t)
                 cs.add("mx_ma_%s_%s_%s" % (st, m or "none",
                                            x.replace(" ", "_")),
-                       *STATES[st], "mg $K c", "ma $K %s" % fl, PROBE)
+                       *STATES[st], "me $K", "ma $K %s" % fl, PROBE)
     mdextras = ["", "q", "I", "I q", "I T30", "k O1", "C$C1", "C$C1 I",
                 "C$C1 q", "I k O2 T0"]
     for st in ("hit", "miss", "stale", "won", "stalewon", "expired"):
         for x in mdextras:
             cs.add("mx_md_%s_%s" % (st, x.replace(" ", "_") or "none"),
-                   *STATES[st], "mg $K c", "md $K %s" % x, PROBE,
+                   *STATES[st], "me $K", "md $K %s" % x, PROBE,
                    "mg $K c v")
 
 

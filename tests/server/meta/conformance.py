@@ -201,6 +201,17 @@ def run_race(port, label, filters, rounds=3):
     return bad
 
 
+def answers_mn(port):
+    try:
+        c = Conn(port)
+    except OSError:
+        return False
+    c.send(b"mn\r\n")
+    r = c.read_until_mn(total=5.0)
+    c.close()
+    return r.end == "ok" and r.data == b"MN\r\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int,
@@ -226,6 +237,13 @@ def main():
     if not a.port:
         ap.error("--port is needed")
     t0 = time.monotonic()
+    # Without mn every step would wait for its timeout: stop at once.
+    for label, port in (("server under test", a.port),
+                        ("memcached", a.ref_port)):
+        if port and not answers_mn(port):
+            print("FAIL: the %s (port %d) does not answer mn with MN: no "
+                  "meta protocol there" % (label, port))
+            return 1
     failed = 0
     if a.ref_port:
         failed += run_differential(a.ref_port, a.port, a.filters, a.dump,

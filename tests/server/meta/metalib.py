@@ -208,7 +208,7 @@ class Conn:
         except OSError:
             self.closed = True
 
-    def read_until_mn(self, total=3.0, idle=0.6, want_mn=1):
+    def read_until_mn(self, total=5.0, idle=1.0, want_mn=1):
         """Reads until a top-level MN\\r\\n, EOF, or a timeout: total
         seconds in all, or idle seconds without a byte once the reply has
         gone quiet without an MN."""
@@ -243,7 +243,7 @@ class Conn:
             pass
 
 
-def run_case(port, case, key, bytewise=False, step_timeout=3.0):
+def run_case(port, case, key, bytewise=False, step_timeout=5.0):
     """Runs a case against one server; returns the list of step replies
     (a Sleep step gives None) and the Context."""
     ctx = Context(key)
