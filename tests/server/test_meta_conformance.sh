@@ -7,8 +7,9 @@
 #     1.6.18, against the server under test only (not when it is memcached);
 #   - race: 50 connections fetch one stale key, or one missing key with N30:
 #     one W, 49 Z (both servers).
-# Usage: test_meta_conformance.sh [--server-only] [FILTER...]
+# Usage: test_meta_conformance.sh [--server-only] [--brief] [FILTER...]
 #   --server-only  no memcached: the golden and race parts only
+#   --brief        name the failing cases only
 #   FILTER         substrings of case names (conformance.py --list)
 # Without memcached the differential part is skipped: the golden and race
 # parts run, and the script exits 77 if they pass.

@@ -216,6 +216,11 @@ STATES = {
 PROBE = "mg $K v c t f s"
 
 
+def slug(flags):
+    """A case name's part for a flag list: "C$C1 I" is "Ccas_I"."""
+    return flags.replace("$C1", "cas").replace(" ", "_") or "none"
+
+
 def matrix_cases(cs):
     """Generated combinations: each command with each pair of its flags in
     each item state, then a probe of the item."""
@@ -236,8 +241,7 @@ def matrix_cases(cs):
         for m in modes:
             for x in extras:
                 fl = " ".join(t for t in (m, x) if t)
-                cs.add("mx_ms_%s_%s_%s" % (st, m or "none",
-                                           x.replace(" ", "_") or "none"),
+                cs.add("mx_ms_%s_%s_%s" % (st, m or "none", slug(x)),
                        *STATES[st], "me $K", "ms $K 3 %s\r\nabc\r\n" % fl,
                        PROBE)
     mamodes = ["", "MI", "MD"]
@@ -248,14 +252,13 @@ def matrix_cases(cs):
         for m in mamodes:
             for x in maextras:
                 fl = " ".join(t for t in (m, x) if t)
-                cs.add("mx_ma_%s_%s_%s" % (st, m or "none",
-                                           x.replace(" ", "_")),
+                cs.add("mx_ma_%s_%s_%s" % (st, m or "none", slug(x)),
                        *STATES[st], "me $K", "ma $K %s" % fl, PROBE)
     mdextras = ["", "q", "I", "I q", "I T30", "k O1", "C$C1", "C$C1 I",
                 "C$C1 q", "I k O2 T0"]
     for st in ("hit", "miss", "stale", "won", "stalewon", "expired"):
         for x in mdextras:
-            cs.add("mx_md_%s_%s" % (st, x.replace(" ", "_") or "none"),
+            cs.add("mx_md_%s_%s" % (st, slug(x)),
                    *STATES[st], "me $K", "md $K %s" % x, PROBE,
                    "mg $K c v")
 

@@ -29,6 +29,7 @@ from metalib import (Conn, Norm, Reply, Sleep, compare, norm_equal,  # noqa
                      run_case, small)
 
 JOBS = 12
+BRIEF = False  # --brief: names of the failing cases only
 
 
 def wanted(name, filters):
@@ -72,6 +73,7 @@ def run_differential(ref_port, port, filters, dump, bytewise_all=False):
         return c, key, bw, ra, ca, rb, cb
 
     bad = broken = 0
+    names = []
     dumpf = open(dump, "w") if dump else None
     with concurrent.futures.ThreadPoolExecutor(JOBS) as ex:
         for c, key, bw, ra, ca, rb, cb in ex.map(one, jobs):
@@ -90,12 +92,17 @@ def run_differential(ref_port, port, filters, dump, bytewise_all=False):
                 continue
             if not compare(ra, rb, c.literal_cas):
                 bad += 1
+                names.append(c.name + (" (bytewise)" if bw else ""))
+                if BRIEF:
+                    continue
                 print("MISMATCH %s%s\n%s\n%s\n%s" % (
                     c.name, mode, show_case(c, cb),
                     show_replies("memcached", ra),
                     show_replies("server   ", rb)))
     if dumpf:
         dumpf.close()
+    if names:
+        print("mismatched: " + " ".join(names))
     print("differential: %d cases (%d runs), %d mismatched, %d broken" % (
         len(cases), len(jobs), bad, broken))
     return bad + broken
@@ -110,6 +117,7 @@ def run_golden(port, filters):
         return c, replies, ctx
 
     bad = 0
+    names = []
     with concurrent.futures.ThreadPoolExecutor(JOBS) as ex:
         for g, replies, ctx in ex.map(one, cases):
             want = [None if isinstance(s, Sleep) else
@@ -121,10 +129,15 @@ def run_golden(port, filters):
                 for w, r in zip(want, replies))
             if not ok:
                 bad += 1
+                names.append(g.case.name)
+                if BRIEF:
+                    continue
                 print("GOLDEN MISMATCH %s (%s)\n%s\n%s\n%s" % (
                     g.case.name, g.source, show_case(g.case, ctx),
                     show_replies("expected", want),
                     show_replies("server  ", replies)))
+    if names:
+        print("golden mismatched: " + " ".join(names))
     print("golden: %d cases, %d mismatched" % (len(cases), bad))
     return bad
 
@@ -222,6 +235,8 @@ def main():
                     help="run the golden cases (the server under test only)")
     ap.add_argument("--race", action="store_true", help="run the race test")
     ap.add_argument("--list", action="store_true", help="list case names")
+    ap.add_argument("--brief", action="store_true",
+                    help="name the failing cases only, no replies")
     ap.add_argument("--dump", help="write memcached's replies to FILE")
     ap.add_argument("--bytewise-all", action="store_true",
                     help="run every differential case one byte a write too")
@@ -236,6 +251,8 @@ def main():
         return 0
     if not a.port:
         ap.error("--port is needed")
+    global BRIEF
+    BRIEF = a.brief
     t0 = time.monotonic()
     # Without mn every step would wait for its timeout: stop at once.
     for label, port in (("server under test", a.port),

@@ -247,8 +247,11 @@ def run_case(port, case, key, bytewise=False, step_timeout=5.0):
     """Runs a case against one server; returns the list of step replies
     (a Sleep step gives None) and the Context."""
     ctx = Context(key)
-    conn = Conn(port)
     out = []
+    try:
+        conn = Conn(port)
+    except OSError as e:
+        return [Reply(b"", "connect failed: %s" % e)], ctx
     try:
         for step in case.steps:
             if isinstance(step, Sleep):
