@@ -132,6 +132,18 @@ def mg_cases(cs):
         "mg $K q v O%d\r\nmg $K2 q O%d k\r\n" % (i, i) for i in range(50)))
     cs.add("quiet_many_misses", "".join("mg $K%d q v k\r\n" % (i % 10)
                                         for i in range(40)))
+    # Long pipelines: 1,000 quiet gets (a few hits), 500 quiet sets, and
+    # 4 MB of values to write back while more requests arrive.
+    cs.add("pipeline_1000_quiet_mg", "ms $K3 1\r\nx\r\nms $K7 1\r\ny\r\n",
+           "".join("mg $K%d q v k O%d\r\n" % (i % 10, i)
+                   for i in range(1000)))
+    cs.add("pipeline_500_quiet_ms", "".join(
+        "ms $K%d 2 q T0 F%d\r\n%02d\r\n" % (i % 10, i, i % 100)
+        for i in range(500)), "".join("mg $K%d v f\r\n" % i
+                                      for i in range(10)))
+    cs.add("pipeline_large_output", "ms $K 100000\r\n" + "L" * 100000 +
+           "\r\n", "".join("mg $K v s O%d\r\n" % i for i in range(40)) +
+           "md $K\r\nmg $K v\r\n")
 
 
 def ms_cases(cs):
