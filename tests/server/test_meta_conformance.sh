@@ -6,7 +6,8 @@
 #   - golden: meta/cases_golden.py, what the current protocol.txt adds to
 #     1.6.18, against the server under test only (not when it is memcached);
 #   - race: 50 connections fetch one stale key, or one missing key with N30:
-#     one W, 49 Z (both servers).
+#     one W, 49 Z; add one key: one HD; increment one counter: 1 to 50
+#     (both servers).
 # Usage: test_meta_conformance.sh [--server-only] [--brief] [FILTER...]
 #   --server-only  no memcached: the golden and race parts only
 #   --brief        name the failing cases only

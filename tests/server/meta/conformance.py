@@ -170,45 +170,72 @@ def race_round(port, key, prepare, request, conns=50):
     return replies, None
 
 
+def check_tokens(replies):
+    """One reply with W, every other with Z (recache races)."""
+    heads = [r.data.split(b"\r\n", 1)[0] for r in replies]
+    flags = [h.split()[2:] if h.startswith(b"VA") else [] for h in heads]
+    wins = sum(1 for f in flags if b"W" in f)
+    zs = sum(1 for f in flags if b"Z" in f and b"W" not in f)
+    if wins == 1 and zs == len(replies) - 1:
+        return None
+    return "%d W, %d Z of %d" % (wins, zs, len(replies))
+
+
+def check_add(replies):
+    """One HD, every other NS (ms ME races)."""
+    heads = [r.data.split(b"\r\n", 1)[0] for r in replies]
+    if heads.count(b"HD") == 1 and heads.count(b"NS") == len(heads) - 1:
+        return None
+    return "%d HD, %d NS of %d" % (heads.count(b"HD"), heads.count(b"NS"),
+                                  len(heads))
+
+
+def check_incr(replies):
+    """Every increment seen once: the values 1..n, each once (ma races)."""
+    vals = sorted(r.data.split(b"\r\n")[1] for r in replies
+                  if r.data.startswith(b"VA"))
+    want = sorted(b"%d" % i for i in range(1, len(replies) + 1))
+    return None if vals == want else "values %r" % vals
+
+
+# name: (what to do first, what 50 connections send at once, the check)
+RACES = {
+    "vivify": (b"", b"mg %s v N30 c\r\n", check_tokens),
+    "stale": (b"ms %s 2 T60\r\nhi\r\nmd %s I\r\n", b"mg %s v c\r\n",
+              check_tokens),
+    "recache": (b"ms %s 2 T10\r\nhi\r\n", b"mg %s v c R30\r\n",
+                check_tokens),
+    "add": (b"", b"ms %s 2 ME\r\nhi\r\n", check_add),
+    "incr": (b"ma %s N0 q\r\n", b"ma %s v\r\n", check_incr),
+}
+
+
 def run_race(port, label, filters, rounds=3):
-    """One W among 50, the others Z: a missing key fetched with N30, a
-    stale key (md I) fetched plainly, a key with 10 s to live fetched with
-    R30."""
+    """50 connections at once: one W among them, the others Z, for a missing
+    key fetched with N30, a stale key (md I) fetched plainly, a key with
+    10 s to live fetched with R30; one add stores, 49 do not; 50 increments
+    give 1 to 50."""
     bad = runs = 0
-    for kind in ("vivify", "stale", "recache"):
+    for kind, (prepare, request, check) in RACES.items():
         name = "race_" + kind
         if not wanted(name, filters):
             continue
         for rnd in range(rounds):
             key = b"race:%s:%d:%d" % (kind.encode(), rnd, os.getpid())
-            if kind == "vivify":
-                prepare = b""
-                request = b"mg " + key + b" v N30 c\r\n"
-            elif kind == "stale":
-                prepare = (b"ms " + key + b" 2 T60\r\nhi\r\nmd " + key +
-                           b" I\r\n")
-                request = b"mg " + key + b" v c\r\n"
-            else:
-                prepare = b"ms " + key + b" 2 T10\r\nhi\r\n"
-                request = b"mg " + key + b" v c R30\r\n"
             runs += 1
-            replies, err = race_round(port, key, prepare, request)
+            replies, err = race_round(
+                port, key, prepare.replace(b"%s", key),
+                request.replace(b"%s", key))
+            if not err:
+                if any(r.end != "ok" for r in replies):
+                    err = "a reply did not end with MN"
+                else:
+                    err = check(replies)
             if err:
                 bad += 1
-                print("RACE %s round %d on %s: %s" % (name, rnd, label, err))
-                continue
-            heads = [r.data.split(b"\r\n", 1)[0] for r in replies]
-            flags = [h.split()[2:] if h.startswith(b"VA") else None
-                     for h in heads]
-            wins = sum(1 for f in flags if f is not None and b"W" in f)
-            zs = sum(1 for f in flags if f is not None and b"Z" in f
-                     and b"W" not in f)
-            if any(r.end != "ok" for r in replies) or wins != 1 or \
-                    zs != len(replies) - 1:
-                bad += 1
-                print("RACE %s round %d on %s: %d W, %d Z of %d; replies:"
-                      % (name, rnd, label, wins, zs, len(replies)))
-                for r in sorted(set(repr(r) for r in replies)):
+                print("RACE %s round %d on %s: %s; replies:" % (
+                    name, rnd, label, err))
+                for r in sorted(set(repr(r) for r in (replies or []))):
                     print("    " + r)
     print("race (%s): %d rounds, %d failed" % (label, runs, bad))
     return bad
@@ -247,7 +274,8 @@ def main():
             print("diff   " + c.name + (" (+bytewise)" if c.bytewise else ""))
         for g in cases_golden.build().all:
             print("golden " + g.case.name)
-        print("race   race_vivify\nrace   race_stale\nrace   race_recache")
+        for kind in RACES:
+            print("race   race_" + kind)
         return 0
     if not a.port:
         ap.error("--port is needed")
