@@ -3,10 +3,10 @@
 against memcached 1.6.18, reply for reply (differential cases, cases_diff),
 against the current protocol.txt where it adds to 1.6.18 (golden cases,
 cases_golden, the server under test only), and 50 connections racing for
-one recache token (race).
+one recache token, one add, one counter (race, both servers).
 
-    conformance.py --port P [--ref-port R] [--golden] [--race]
-                   [--list] [--dump FILE] [FILTER...]
+    conformance.py --port P [--ref-port R] [--golden] [--race] [--brief]
+                   [--bytewise-all] [--list] [--dump FILE] [FILTER...]
 
 Without --ref-port no differential case runs. A FILTER is a substring of
 case names (several: any of them); it applies to every part. Exit status:

@@ -3,9 +3,10 @@ reader that knows where data blocks are, and the normaliser that compares
 two servers' replies (conformance.py runs them).
 
 A case is a name and a list of steps. A step is a string (latin-1) sent as
-one write (or one byte a write), followed by "\\r\\n" unless it ends with a
-newline, then "mn\\r\\n"; its reply is read up to that "MN\\r\\n". A step may also be a Sleep. Placeholders in a step,
-expanded per server when the step is sent:
+one write (or one byte a write), followed by "\\r\\n" unless it ends with
+a newline, then "mn\\r\\n"; its reply is read up to that "MN\\r\\n" (as
+many MN as the step holds mn lines, plus one). A step may also be a Sleep.
+Placeholders in a step, expanded per server when the step is sent:
 
     $K          the case's key (a text key, unique per case and run)
     $K2 .. $K9  more keys of the case
@@ -37,15 +38,13 @@ class Sleep:
 
 
 class Case:
-    def __init__(self, name, steps, bytewise=False, literal_cas=False,
-                 note=""):
+    def __init__(self, name, steps, bytewise=False, literal_cas=False):
         self.name = name
         self.steps = list(steps)
         # also run one byte a write (a second run under another key)
         self.bytewise = bytewise
         # CAS values compared as they are (golden cases with E<cas>)
         self.literal_cas = literal_cas
-        self.note = note
 
 
 def small(steps, limit=10000):
@@ -127,10 +126,6 @@ class Context:
 
 # ---------------------------------------------------------------- replies
 
-META_CODES = (b"HD", b"VA", b"EN", b"NS", b"EX", b"NF", b"MN", b"ME",
-              b"OK")
-
-
 class Reply:
     """One step's reply: the bytes, and how it ended: 'ok' (MN read),
     'closed' (EOF first) or 'timeout'."""
@@ -154,7 +149,8 @@ def split_reply(buf):
         if nl < 0:
             return units, buf[pos:]
         line = buf[pos:nl + 1]
-        toks = line.split()
+        # split at spaces only: a key may hold a tab
+        toks = line.rstrip(b"\r\n").split(b" ")
         size = None
         try:
             if toks[:1] == [b"VA"] and len(toks) >= 2:
@@ -324,9 +320,9 @@ def scan_line(line):
 
 class Norm:
     """Turns replies into comparable token lists: CAS values become $1, $2
-    ... in order of appearance (0 stays 0); times become ('T', n) tuples,
-    compared with a tolerance of 1 (but -1, "no expiry", exactly); the
-    ME line's cls= and size= become '*'."""
+    ... in order of appearance (0 stays 0); times (t, l, exp=, la=) become
+    (prefix, n, end) tuples, compared with a tolerance of 1 (but -1, "no
+    expiry", exactly); the ME line's cls= and size= become '*'."""
 
     def __init__(self, literal_cas=False):
         self.map = {}
