@@ -122,8 +122,18 @@ def mg_cases(cs):
                       ["P%d" % i for i in range(n - 1)])
         cs.add("mg_tokens_%d" % n, MS, "mg $K v " + fl)
         cs.add("mg_tokens_%d_miss" % n, "mg $K v " + fl)
-    # A base64 key of 252 characters (the decoded key would fit).
+    # A base64 key of 252 characters (the decoded key would fit); one of
+    # 248 (186 bytes decoded) is fine.
     cs.add("mg_b64_long", "mg %s b v" % ("QUFB" * 63))
+    cs.add("mg_b64_key_248", "ms %s 2 b\r\nhi\r\n" % ("QUFC" * 62),
+           "mg %s b k v" % ("QUFC" * 62), "me %s b" % ("QUFC" * 62),
+           "md %s b k q" % ("QUFC" * 62), "mg %s b v" % ("QUFC" * 62))
+    # Long tokens.
+    cs.add("mg_token_long_k", MS, "mg $K k" + "x" * 1000 + " v")
+    cs.add("mg_token_long_O", MS, "mg $K v O" + "x" * 1000)
+    cs.add("ms_token_long_F", "ms $K 2 F" + "9" * 100 + "\r\nhi\r\n",
+           "mg $K f")
+    cs.add("ma_token_long_D", NUM, "ma $K v D" + "1" * 100)
     cs.add("mg_s_large", "ms $K 70000\r\n" + "q" * 70000 + "\r\n",
            "mg $K s", "mg $K v s")
     cs.add("mg_many_pipelined", MS, "".join(
