@@ -286,7 +286,7 @@ def matrix_cases(cs):
 
 
 # Flags the current protocol.txt adds (cases_golden): left out here.
-NEW_FLAGS = {"mg": "E", "ms": "Es", "md": "Ex", "ma": "E"}
+NEW_FLAGS = {"mg": "E", "ms": "Es", "md": "Ex", "ma": "E", "me": ""}
 FLAG_CHARS = (string.ascii_letters + string.digits +
               "!#%&*+-./:;<=>?@[]^_`{|}~,\"'()")
 
@@ -300,6 +300,7 @@ def alphabet_cases(cs):
         "ms": (MS_TTL, "ms $K 3 %s\r\nabc\r\n"),
         "md": (MS_TTL, "md $K %s"),
         "ma": (NUM, "ma $K %s"),
+        "me": (MS_TTL, "me $K %s"),
     }
     for cmd, (setup, req) in setups.items():
         for ch in FLAG_CHARS:
