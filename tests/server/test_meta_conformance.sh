@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # memcached's meta protocol (mg ms md ma mn me), meta/conformance.py:
-#   - differential: every case of meta/cases_diff.py runs against memcached
-#     1.6.18 (the oracle) and the server under test; replies must match byte
-#     for byte but for CAS values, times within a second and me's cls/size;
-#   - golden: meta/cases_golden.py, what the current protocol.txt adds to
+#   - differential: every case of meta/cases_diff.txt and cases_diff.py runs
+#     against memcached 1.6.18 (the oracle) and the server under test;
+#     replies must match byte for byte but for CAS values, times within a
+#     second and me's cls/size;
+#   - golden: meta/cases_golden.txt, what the current protocol.txt adds to
 #     1.6.18, against the server under test only (not when it is memcached);
 #   - race: 50 connections fetch one stale key, or one missing key with N30:
 #     one W, 49 Z; add one key: one HD; increment one counter: 1 to 50
