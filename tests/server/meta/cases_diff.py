@@ -125,9 +125,8 @@ def mg_cases(cs):
     # A base64 key of 252 characters (the decoded key would fit); one of
     # 248 (186 bytes decoded) is fine.
     cs.add("mg_b64_long", "mg %s b v" % ("QUFB" * 63))
-    cs.add("mg_b64_key_248", "ms %s 2 b\r\nhi\r\n" % ("QUFC" * 62),
-           "mg %s b k v" % ("QUFC" * 62), "me %s b" % ("QUFC" * 62),
-           "md %s b k q" % ("QUFC" * 62), "mg %s b v" % ("QUFC" * 62))
+    cs.add("mg_b64_key_248", "ms $BL248 2 b\r\nhi\r\n", "mg $BL248 b k v",
+           "me $BL248 b", "md $BL248 b k q", "mg $BL248 b v")
     # Long tokens.
     cs.add("mg_token_long_k", MS, "mg $K k" + "x" * 1000 + " v")
     cs.add("mg_token_long_O", MS, "mg $K v O" + "x" * 1000)

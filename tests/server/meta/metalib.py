@@ -13,6 +13,8 @@ Placeholders in a step, expanded per server when the step is sent:
     $L<n>       a text key of exactly n bytes, unique to the case
     $BK         base64 of a binary key: NUL, space, \\r, \\n and 0xff in it
     $BKT        base64 of $K (the same item as the text key $K)
+    $BL<n>      a base64 key of exactly n characters (n a multiple of 4),
+                unique to the case
     $C<n>       the n-th distinct CAS value this server has shown in this
                 case so far ($C1 the first); $C<n>+<d> and $C<n>-<d> add or
                 subtract d
@@ -74,7 +76,7 @@ class Cases:
 
 
 PLACEHOLDER = re.compile(
-    rb"\$(BKT|BK|NOW[+-]\d+|L\d+|K\d?|C\d+(?:[+-]\d+)?)")
+    rb"\$(BKT|BK|BL\d+|NOW[+-]\d+|L\d+|K\d?|C\d+(?:[+-]\d+)?)")
 
 
 class Context:
@@ -95,6 +97,12 @@ class Context:
                 return base64.b64encode(raw)
             if t == b"BKT":
                 return base64.b64encode(self.key)
+            if t.startswith(b"BL"):
+                n = int(t[2:])
+                if n % 4:
+                    raise ValueError("$BL wants a multiple of 4")
+                raw = (self.key + b"\x00" * n)[:n // 4 * 3]
+                return base64.b64encode(raw)
             if t.startswith(b"NOW"):
                 return str(int(time.time()) + int(t[3:])).encode()
             if t.startswith(b"K"):
