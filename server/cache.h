@@ -275,12 +275,23 @@ enum cache_result cache_invalidate(struct cache *c, unsigned int thread,
 				   bool set_exptime, int64_t exptime,
 				   uint64_t cas_new, uint64_t *cas_out);
 
-/* memcached's meta "x" delete: key's live item keeps its place, flags and
- * exptime with an empty value and a new cas. */
+/*
+ * The current memcached text's meta delete with x: key's live item (cas
+ * cas_in unless 0) is replaced by one with an empty value, client flags
+ * flags and exptime (0: none), keeping its cas (cas_new when not 0);
+ * stale marks it ITEM_STALE, as an invalidation does.
+ */
+struct cache_empty {
+	uint64_t cas_in;
+	uint32_t flags;
+	int64_t exptime; /* absolute */
+	uint64_t cas_new;
+	bool stale;
+};
 enum cache_result cache_empty_value(struct cache *c, unsigned int thread,
-				    struct cache_key key, uint64_t cas_in,
+				    struct cache_key key,
+				    const struct cache_empty *e,
 				    uint64_t *cas_out);
-
 /* incr/decr: *result is the new value, *cas_out (when not NULL) the new
  * item's cas. cas_in, when not 0, must be the item's cas (else
  * CACHE_EXISTS). */

@@ -284,10 +284,9 @@ enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
  * meta writes that change an item's marks or drop its value. */
 static struct item *copy_item(struct cache *c, const struct item *old,
 			      struct cache_key key, uint32_t nbytes,
-			      uint32_t exptime)
+			      uint32_t flags, uint32_t exptime)
 {
-	struct item *it =
-		cache__item_alloc(c, key, old->flags, exptime, nbytes);
+	struct item *it = cache__item_alloc(c, key, flags, exptime, nbytes);
 
 	if (it)
 		memcpy(it->data + key.n, item_value(old), nbytes);
@@ -297,9 +296,11 @@ static struct item *copy_item(struct cache *c, const struct item *old,
 /* What a meta rewrite of one item does to it (cache_invalidate,
  * cache_empty_value). */
 struct rewrite {
-	bool invalidate;
+	bool invalidate; /* stale, recache winner cleared */
+	bool empty;	 /* a new empty value with flags; cas kept */
 	bool set_exptime;
 	uint32_t exptime;
+	uint32_t flags; /* empty only */
 	uint64_t cas_new;
 };
 
@@ -316,21 +317,29 @@ static enum cache_result rewrite_once(struct cache *c, unsigned int thread,
 	if (cas_in && old->cas != cas_in)
 		return CACHE_EXISTS;
 	usage = atomic_load_explicit(&old->usage, memory_order_relaxed);
-	fresh = copy_item(c, old, key, rw->invalidate ? old->nbytes : 0,
+	fresh = copy_item(c, old, key, rw->empty ? 0 : old->nbytes,
+			  rw->empty ? rw->flags : old->flags,
 			  rw->set_exptime
 				  ? rw->exptime
 				  : atomic_load_explicit(&old->exptime,
 							 memory_order_relaxed));
 	if (!fresh)
 		return CACHE_NO_MEMORY;
-	/* Invalidated: stale, and the next fetcher wins the recache. */
-	usage &= ITEM_KEY_BINARY | ITEM_FETCHED | ITEM_STALE | ITEM_WON;
+	/* An emptied item starts afresh but for its key; an invalidated
+	 * one is stale, and the next fetcher wins the recache. */
+	usage &= rw->empty ? ITEM_KEY_BINARY
+			   : ITEM_KEY_BINARY | ITEM_FETCHED | ITEM_STALE |
+				     ITEM_WON;
 	if (rw->invalidate)
 		usage = (uint8_t)((usage | ITEM_STALE) & ~ITEM_WON);
 	atomic_init(&fresh->usage, usage);
-	atomic_init(&fresh->atime,
-		    atomic_load_explicit(&old->atime, memory_order_relaxed));
-	fresh->cas = rw->cas_new ? rw->cas_new : next_cas(c, thread);
+	if (!rw->empty)
+		atomic_init(&fresh->atime,
+			    atomic_load_explicit(&old->atime,
+						 memory_order_relaxed));
+	fresh->cas = rw->cas_new ? rw->cas_new
+		     : rw->empty ? old->cas
+				 : next_cas(c, thread);
 	if (cas_out)
 		*cas_out = fresh->cas;
 	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
@@ -360,19 +369,29 @@ enum cache_result cache_invalidate(struct cache *c, unsigned int thread,
 				   bool set_exptime, int64_t exptime,
 				   uint64_t cas_new, uint64_t *cas_out)
 {
-	const struct rewrite rw = { true, set_exptime,
-				    cache__exptime_u32(exptime), cas_new };
+	const struct rewrite rw = { .invalidate = true,
+				    .set_exptime = set_exptime,
+				    .exptime = cache__exptime_u32(exptime),
+				    .cas_new = cas_new };
 
 	return rewrite(c, thread, key, cas_in, &rw, cas_out);
 }
 
 enum cache_result cache_empty_value(struct cache *c, unsigned int thread,
-				    struct cache_key key, uint64_t cas_in,
+				    struct cache_key key,
+				    const struct cache_empty *e,
 				    uint64_t *cas_out)
 {
-	const struct rewrite rw = { false, false, 0, 0 };
+	const struct rewrite rw = {
+		.invalidate = e->stale,
+		.empty = true,
+		.set_exptime = true,
+		.exptime = cache__exptime_u32(e->exptime),
+		.flags = e->flags,
+		.cas_new = e->cas_new,
+	};
 
-	return rewrite(c, thread, key, cas_in, &rw, cas_out);
+	return rewrite(c, thread, key, e->cas_in, &rw, cas_out);
 }
 
 /*

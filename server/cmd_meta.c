@@ -265,12 +265,21 @@ void cmd_mdelete(struct conn *c, const struct request *r)
 	if (q->has_cas && r->cas == 0)
 		res = cache_exists(cache, r->key) ? CACHE_EXISTS
 						  : CACHE_NOT_FOUND;
-	else if (q->invalidate)
+	else if (q->drop_value) {
+		/* x: an empty value with md's own F and T, the cas kept. */
+		const struct cache_empty e = {
+			.cas_in = cas_in,
+			.flags = r->flags,
+			.exptime = q->has_ttl ? cache_abs_exptime(q->ttl) : 0,
+			.cas_new = q->has_new_cas ? q->new_cas : 0,
+			.stale = q->invalidate,
+		};
+
+		res = cache_empty_value(cache, c->w->id, r->key, &e, NULL);
+	} else if (q->invalidate)
 		res = cache_invalidate(cache, c->w->id, r->key, cas_in,
 				       q->has_ttl, cache_abs_exptime(q->ttl),
 				       q->has_new_cas ? q->new_cas : 0, NULL);
-	else if (q->drop_value)
-		res = cache_empty_value(cache, c->w->id, r->key, cas_in, NULL);
 	else
 		res = cache_delete_cas(cache, r->key, cas_in);
 	server_detail(c->w->srv, r->key, DETAIL_DEL, false);
