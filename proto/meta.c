@@ -194,7 +194,7 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 {
 	const char *buf = ml->l.buf;
 	const char *err = NULL;
-	bool seen[128] = { false };
+	uint64_t seen[2] = { 0, 0 }; /* a bit per flag byte below 128 */
 	bool bad = false;
 	char key[PROTO_KEY_MAX];
 
@@ -204,9 +204,9 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 		struct proto_span arg = { t.off + 1, t.len - 1 };
 		unsigned char o = (unsigned char)buf[t.off];
 
-		if (o >= 127 || seen[o])
+		if (o >= 127 || (seen[o >> 6] >> (o & 63) & 1))
 			return ERR_DUPLICATE;
-		seen[o] = true;
+		seen[o >> 6] |= (uint64_t)1 << (o & 63);
 		m->flag[m->nflags++] = t;
 		switch (o) {
 		case 'b':

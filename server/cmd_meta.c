@@ -53,7 +53,11 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 		     bool created, struct meta_result *m)
 {
 	const struct req_meta *q = r->meta;
-	int64_t now = cache_now();
+	/* The clock only when an answer or a decision needs it. */
+	int64_t now = (q->ret & (META_RET_TTL | META_RET_LAST)) ||
+				      q->has_recache || q->has_ttl
+			      ? cache_now()
+			      : 0;
 	uint8_t usage = atomic_load_explicit(&it->usage, memory_order_relaxed);
 	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
 	uint32_t atime = atomic_load_explicit(&it->atime, memory_order_relaxed);

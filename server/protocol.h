@@ -51,8 +51,10 @@ enum meta_code {
 
 /*
  * What the executor found out for a meta reply. Item fields are valid
- * when have_item; it (mg, me) is live inside the executor's RCU read-side
- * section, which the reply operation runs in.
+ * when have_item (mg's ttl, ttl_before and last_access only when the
+ * request asked for them: META_RET_TTL, META_RET_LAST); it (mg, me) is
+ * live inside the executor's RCU read-side section, which the reply
+ * operation runs in.
  */
 struct meta_result {
 	enum meta_code code;
