@@ -121,10 +121,32 @@ static bool place(struct cache *c, struct cache_key key, struct item *old,
 	return true;
 }
 
-static enum cache_result store_once(struct cache *c, unsigned int thread,
-				    const struct cache_write *w,
-				    uint64_t *cas_out, struct attempt *a)
+struct rewrite;
+struct incr_req;
+
+/*
+ * One write of any kind (store, rewrite, incr) as run() retries it: once()
+ * is an attempt inside a read-side section; the fields are the kind's own.
+ */
+struct job {
+	enum cache_result (*once)(struct cache *c, const struct job *j,
+				  struct attempt *a);
+	unsigned int thread;
+	struct cache_key key;
+	uint64_t *cas_out;
+	const struct cache_write *w; /* store */
+	const struct rewrite *rw;    /* rewrite */
+	uint64_t cas_in;	     /* rewrite */
+	const struct incr_req *q;    /* incr */
+	struct cache_incr_out *out;  /* incr */
+};
+
+static enum cache_result store_once(struct cache *c, const struct job *j,
+				    struct attempt *a)
 {
+	unsigned int thread = j->thread;
+	const struct cache_write *w = j->w;
+	uint64_t *cas_out = j->cas_out;
 	struct item *old = rhashtable_lookup(&c->ht, &w->key, cache__params);
 	bool live = old && cache_item_live(c, old, cache_now());
 	enum cache_store_mode mode = w->mode;
@@ -189,8 +211,9 @@ static bool settle(struct cache *c, struct attempt *a, unsigned int *tries)
 	return true;
 }
 
-enum cache_result cache_write(struct cache *c, unsigned int thread,
-			      const struct cache_write *w, uint64_t *cas_out)
+/* Attempts j until it settles: retried when another writer got in first
+ * or room was made for it. */
+static enum cache_result run(struct cache *c, const struct job *j)
 {
 	struct attempt a = { 0 };
 	unsigned int tries = 0;
@@ -199,12 +222,24 @@ enum cache_result cache_write(struct cache *c, unsigned int thread,
 	do {
 		a.retry = false;
 		rhkv_rcu_read_lock();
-		res = store_once(c, thread, w, cas_out, &a);
+		res = j->once(c, j, &a);
 		rhkv_rcu_read_unlock();
 		if (!settle(c, &a, &tries))
 			return CACHE_NO_MEMORY;
 	} while (a.retry);
 	return res;
+}
+
+enum cache_result cache_write(struct cache *c, unsigned int thread,
+			      const struct cache_write *w, uint64_t *cas_out)
+{
+	const struct job j = { .once = store_once,
+			       .thread = thread,
+			       .key = w->key,
+			       .cas_out = cas_out,
+			       .w = w };
+
+	return run(c, &j);
 }
 
 enum cache_result cache_store(struct cache *c, unsigned int thread,
@@ -304,11 +339,14 @@ struct rewrite {
 	uint64_t cas_new;
 };
 
-static enum cache_result rewrite_once(struct cache *c, unsigned int thread,
-				      struct cache_key key, uint64_t cas_in,
-				      const struct rewrite *rw,
-				      uint64_t *cas_out, struct attempt *a)
+static enum cache_result rewrite_once(struct cache *c, const struct job *j,
+				      struct attempt *a)
 {
+	unsigned int thread = j->thread;
+	struct cache_key key = j->key;
+	uint64_t cas_in = j->cas_in;
+	const struct rewrite *rw = j->rw;
+	uint64_t *cas_out = j->cas_out;
 	struct item *old = cache_lookup(c, key, NULL), *fresh;
 	uint8_t usage;
 
@@ -349,19 +387,14 @@ static enum cache_result rewrite(struct cache *c, unsigned int thread,
 				 struct cache_key key, uint64_t cas_in,
 				 const struct rewrite *rw, uint64_t *cas_out)
 {
-	struct attempt a = { 0 };
-	unsigned int tries = 0;
-	enum cache_result res;
+	const struct job j = { .once = rewrite_once,
+			       .thread = thread,
+			       .key = key,
+			       .cas_out = cas_out,
+			       .rw = rw,
+			       .cas_in = cas_in };
 
-	do {
-		a.retry = false;
-		rhkv_rcu_read_lock();
-		res = rewrite_once(c, thread, key, cas_in, rw, cas_out, &a);
-		rhkv_rcu_read_unlock();
-		if (!settle(c, &a, &tries))
-			return CACHE_NO_MEMORY;
-	} while (a.retry);
-	return res;
+	return run(c, &j);
 }
 
 enum cache_result cache_invalidate(struct cache *c, unsigned int thread,
@@ -440,12 +473,13 @@ struct incr_req {
 	uint64_t cas_new;
 };
 
-static enum cache_result incr_once(struct cache *c, unsigned int thread,
-				   struct cache_key key,
-				   const struct incr_req *q,
-				   struct cache_incr_out *out,
+static enum cache_result incr_once(struct cache *c, const struct job *j,
 				   struct attempt *a)
 {
+	unsigned int thread = j->thread;
+	struct cache_key key = j->key;
+	const struct incr_req *q = j->q;
+	struct cache_incr_out *out = j->out;
 	/* No access recorded: memcached's incr leaves "fetched" alone. */
 	struct item *old = cache_lookup(c, key, NULL), *fresh;
 	uint32_t exptime;
@@ -495,19 +529,13 @@ static enum cache_result incr_run(struct cache *c, unsigned int thread,
 				  const struct incr_req *q,
 				  struct cache_incr_out *out)
 {
-	struct attempt a = { 0 };
-	unsigned int tries = 0;
-	enum cache_result res;
+	const struct job j = { .once = incr_once,
+			       .thread = thread,
+			       .key = key,
+			       .q = q,
+			       .out = out };
 
-	do {
-		a.retry = false;
-		rhkv_rcu_read_lock();
-		res = incr_once(c, thread, key, q, out, &a);
-		rhkv_rcu_read_unlock();
-		if (!settle(c, &a, &tries))
-			return CACHE_NO_MEMORY;
-	} while (a.retry);
-	return res;
+	return run(c, &j);
 }
 
 enum cache_result cache_incr(struct cache *c, unsigned int thread,

@@ -228,17 +228,12 @@ static void exec_incr(struct conn *c, const struct request *r)
 	}
 	switch (res) {
 	case CACHE_STORED:
-		if (created)
-			incr ? STAT_INC(st, incr_misses)
-			     : STAT_INC(st, decr_misses);
-		else
-			incr ? STAT_INC(st, incr_hits)
-			     : STAT_INC(st, decr_hits);
+		STAT_ARITH(st, incr, !created);
 		if (!r->noreply)
 			REPLY(c)->number(c, r, value, cas);
 		return;
 	case CACHE_NOT_FOUND:
-		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
+		STAT_ARITH(st, incr, false);
 		say(c, r, REPLY_NOT_FOUND, NULL);
 		return;
 	case CACHE_EXISTS:

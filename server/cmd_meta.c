@@ -358,15 +358,10 @@ void cmd_marith(struct conn *c, const struct request *r)
 	}
 	switch (res) {
 	case CACHE_STORED:
-		if (created)
-			incr ? STAT_INC(st, incr_misses)
-			     : STAT_INC(st, decr_misses);
-		else
-			incr ? STAT_INC(st, incr_hits)
-			     : STAT_INC(st, decr_hits);
+		STAT_ARITH(st, incr, !created);
 		break;
 	case CACHE_NOT_FOUND:
-		incr ? STAT_INC(st, incr_misses) : STAT_INC(st, decr_misses);
+		STAT_ARITH(st, incr, false);
 		REPLY(c)->meta(c, r, &m);
 		return;
 	case CACHE_EXISTS:

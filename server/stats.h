@@ -90,6 +90,12 @@ static inline void stat_add(_Atomic unsigned long *s, unsigned long v)
 #define STAT_INC(st, name)    stat_add(&(st)->name, 1)
 #define STAT_ADD(st, name, v) stat_add(&(st)->name, (v))
 
+/* An incr or decr (classic or meta): a hit, or a miss (a create too). */
+#define STAT_ARITH(st, incr, hit)                                          \
+	stat_add((incr) ? ((hit) ? &(st)->incr_hits : &(st)->incr_misses)  \
+			: ((hit) ? &(st)->decr_hits : &(st)->decr_misses), \
+		 1)
+
 struct conn;
 struct server;
 struct evbuffer;
