@@ -93,28 +93,10 @@ static void exec_get(struct conn *c, const struct request *r)
 	ops->values_end(c, r);
 }
 
-/* `watch mutations`: a storage command's outcome. */
-static void watch_stored(struct conn *c, const struct request *r,
-			 const char *status)
+/* The words `watch mutations` logs for a store's outcome. */
+const char *cmd_store_word(enum cache_result res)
 {
-	static const char *const cmds[] = {
-		[REQ_SET] = "set",	   [REQ_ADD] = "add",
-		[REQ_REPLACE] = "replace", [REQ_APPEND] = "append",
-		[REQ_PREPEND] = "prepend", [REQ_CAS] = "cas",
-	};
-	int64_t exp;
-
-	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS) ||
-	    r->cmd > REQ_CAS || r->cmd < REQ_SET)
-		return;
-	exp = cache_abs_exptime(r->exptime);
-	watch_store(c, r->key.p, r->key.n, status, cmds[r->cmd],
-		    exp ? exp - cache_now() : 0, r->nbytes);
-}
-
-static void exec_store(struct conn *c, const struct request *r)
-{
-	static const char *const watch_status[] = {
+	static const char *const words[] = {
 		[CACHE_STORED] = "stored",
 		[CACHE_NOT_STORED] = "not_stored",
 		[CACHE_EXISTS] = "exists",
@@ -122,21 +104,54 @@ static void exec_store(struct conn *c, const struct request *r)
 		[CACHE_NO_MEMORY] = "no_memory",
 		[CACHE_NON_NUMERIC] = "not_stored",
 	};
-	static const enum cache_store_mode modes[] = {
-		[REQ_SET] = CACHE_SET,	       [REQ_ADD] = CACHE_ADD,
-		[REQ_REPLACE] = CACHE_REPLACE, [REQ_APPEND] = CACHE_APPEND,
-		[REQ_PREPEND] = CACHE_PREPEND, [REQ_CAS] = CACHE_CAS,
+
+	return words[res];
+}
+
+void cmd_watch_store(struct conn *c, struct cache_key key,
+		     enum cache_store_mode mode, const char *status,
+		     int64_t exptime, uint32_t nbytes)
+{
+	static const char *const modes[] = {
+		[CACHE_SET] = "set",	     [CACHE_ADD] = "add",
+		[CACHE_REPLACE] = "replace", [CACHE_APPEND] = "append",
+		[CACHE_PREPEND] = "prepend", [CACHE_CAS] = "cas",
 	};
+
+	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS))
+		return;
+	watch_store(c, key.p, key.n, status, modes[mode],
+		    exptime ? exptime - cache_now() : 0, nbytes);
+}
+
+static const enum cache_store_mode store_modes[] = {
+	[REQ_SET] = CACHE_SET,	       [REQ_ADD] = CACHE_ADD,
+	[REQ_REPLACE] = CACHE_REPLACE, [REQ_APPEND] = CACHE_APPEND,
+	[REQ_PREPEND] = CACHE_PREPEND, [REQ_CAS] = CACHE_CAS,
+};
+
+/* `watch mutations`: a classic storage command's outcome. */
+static void watch_stored(struct conn *c, const struct request *r,
+			 const char *status)
+{
+	if (r->cmd > REQ_CAS || r->cmd < REQ_SET)
+		return;
+	cmd_watch_store(c, r->key, store_modes[r->cmd], status,
+			cache_abs_exptime(r->exptime), r->nbytes);
+}
+
+static void exec_store(struct conn *c, const struct request *r)
+{
 	struct thread_stats *st = &c->w->stats;
 	uint64_t cas = 0;
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
 	server_detail(c->w->srv, r->key, DETAIL_SET, false);
-	res = cache_store(c->w->srv->cache, c->w->id, modes[r->cmd], r->key,
-			  r->flags, cache_abs_exptime(r->exptime), r->value,
-			  r->nbytes, r->cas, &cas);
-	watch_stored(c, r, watch_status[res]);
+	res = cache_store(c->w->srv->cache, c->w->id, store_modes[r->cmd],
+			  r->key, r->flags, cache_abs_exptime(r->exptime),
+			  r->value, r->nbytes, r->cas, &cas);
+	watch_stored(c, r, cmd_store_word(res));
 	switch (res) {
 	case CACHE_STORED:
 		STAT_INC(st, total_items);

@@ -174,31 +174,6 @@ static enum cache_store_mode mset_mode(const struct req_meta *q)
 	}
 }
 
-/* `watch mutations`: an ms's outcome, in memcached's words. */
-static void watch_mset(struct conn *c, const struct request *r,
-		       enum cache_store_mode mode, int64_t exptime,
-		       enum cache_result res)
-{
-	static const char *const modes[] = {
-		[CACHE_SET] = "set",	     [CACHE_ADD] = "add",
-		[CACHE_REPLACE] = "replace", [CACHE_APPEND] = "append",
-		[CACHE_PREPEND] = "prepend", [CACHE_CAS] = "cas",
-	};
-	static const char *const words[] = {
-		[CACHE_STORED] = "stored",
-		[CACHE_NOT_STORED] = "not_stored",
-		[CACHE_EXISTS] = "exists",
-		[CACHE_NOT_FOUND] = "not_found",
-		[CACHE_NO_MEMORY] = "no_memory",
-		[CACHE_NON_NUMERIC] = "not_stored",
-	};
-
-	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS))
-		return;
-	watch_store(c, r->key.p, r->key.n, words[res], modes[mode],
-		    exptime ? exptime - cache_now() : 0, r->nbytes);
-}
-
 void cmd_mset(struct conn *c, const struct request *r)
 {
 	const struct req_meta *q = r->meta;
@@ -228,7 +203,8 @@ void cmd_mset(struct conn *c, const struct request *r)
 	STAT_INC(st, cmd_set);
 	server_detail(c->w->srv, r->key, DETAIL_SET, false);
 	res = cache_write(c->w->srv->cache, c->w->id, &w, &cas);
-	watch_mset(c, r, mode, w.exptime, res);
+	cmd_watch_store(c, r->key, mode, cmd_store_word(res), w.exptime,
+			r->nbytes);
 	switch (res) {
 	case CACHE_STORED:
 		STAT_INC(st, total_items);
