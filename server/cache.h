@@ -56,6 +56,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/rhashtable.h"
 
@@ -70,6 +71,7 @@
 #define ITEM_WON	4u  /* a recache winner has been named */
 #define ITEM_STALE	8u  /* invalidated: served, flagged stale */
 #define ITEM_KEY_BINARY 16u /* stored with a base64 key (meta b) */
+#define ITEM_CAS_CHOSEN 32u /* the client chose its cas (meta E) */
 
 /*
  * 54 bytes of header, then the data. Offsets:
@@ -85,7 +87,11 @@
  *              second, so a hot item's line stays shared)
  *  52 nkey     key length (1..250)
  *  53 usage    ITEM_* bits above
- *  54 data     key, value, "\r\n" (the reply's line end, sent with it)
+ *  54 data     key, value, "\r\n" (the reply's line end, sent with it),
+ *              then, with ITEM_CAS_CHOSEN, the cas the client chose
+ * cas is the write's sequence number, which flush_all and `stats items`
+ * age read: a cas a client chooses (meta E) cannot take its place, so it
+ * is kept after the data and item_cas() is what clients see.
  * No rcu_head: unlinked items are freed in batches per (thread, cache),
  * linked through nothing inside the item (readers may follow node.next
  * until the grace period ends, so it is never reused).
@@ -116,6 +122,18 @@ static inline const char *item_key(const struct item *it)
 static inline const char *item_value(const struct item *it)
 {
 	return it->data + it->nkey;
+}
+
+/* The cas clients see: the write's own, or the one a client chose. */
+static inline uint64_t item_cas(const struct item *it)
+{
+	uint64_t v;
+
+	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
+	      ITEM_CAS_CHOSEN))
+		return it->cas;
+	memcpy(&v, it->data + it->nkey + it->nbytes + 2, sizeof(v));
+	return v;
 }
 
 struct cache_key {
@@ -234,7 +252,9 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
  * - cas_new, when not 0, is the stored item's cas instead of a fresh one;
  * - marks: ITEM_* bits the new item starts with (ITEM_WON, ITEM_KEY_BINARY);
  * - nbytes_out (may be NULL) receives the stored value's length (an
- *   append's whole value).
+ *   append's whole value); seq_out (may be NULL) the stored item's write
+ *   sequence (its cas field, unlike cas_out never a chosen cas), which
+ *   tells that very item apart from a later one.
  */
 struct cache_write {
 	enum cache_store_mode mode;
@@ -250,6 +270,7 @@ struct cache_write {
 	bool vivify;
 	int64_t vivify_exptime;
 	uint32_t *nbytes_out;
+	uint64_t *seq_out;
 };
 enum cache_result cache_write(struct cache *c, unsigned int thread,
 			      const struct cache_write *w, uint64_t *cas_out);

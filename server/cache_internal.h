@@ -174,7 +174,11 @@ static inline uint64_t cache__limit(struct cache *c)
  * allocation. */
 static inline size_t cache__item_data_size(const struct item *it)
 {
-	return ITEM_HEADER_BYTES + it->nkey + it->nbytes + 2;
+	return ITEM_HEADER_BYTES + it->nkey + it->nbytes + 2 +
+	       ((atomic_load_explicit(&it->usage, memory_order_relaxed) &
+		 ITEM_CAS_CHOSEN)
+			? sizeof(uint64_t)
+			: 0);
 }
 
 /* Unix time in nanoseconds (flush_all's clock). */
@@ -189,7 +193,11 @@ uint32_t cache__exptime_u32(int64_t exptime);
 /* A new item, not linked, not reserved; its qold says "not queued". */
 struct item *cache__item_alloc(struct cache *c, struct cache_key key,
 			       uint32_t flags, uint32_t exptime,
-			       uint32_t nbytes);
+			       uint32_t nbytes, bool room_for_cas);
+/* Gives an unpublished item, allocated with room_for_cas, the cas a client
+ * chose (item_cas), keeping its write sequence in it->cas. After the
+ * item's usage bits are set. */
+void cache__item_choose_cas(struct item *it, uint64_t cas);
 /* Bytes the limit leaves for items: the bucket arrays come first. */
 int64_t cache__item_budget(struct cache *c);
 /* Reserves fp bytes for an item about to be linked, if they fit. */

@@ -54,9 +54,10 @@ void item_put(struct item *it)
 
 struct item *cache__item_alloc(struct cache *c, struct cache_key key,
 			       uint32_t flags, uint32_t exptime,
-			       uint32_t nbytes)
+			       uint32_t nbytes, bool room_for_cas)
 {
-	struct item *it = malloc(ITEM_HEADER_BYTES + key.n + nbytes + 2);
+	struct item *it = malloc(ITEM_HEADER_BYTES + key.n + nbytes + 2 +
+				 (room_for_cas ? sizeof(uint64_t) : 0));
 
 	if (!it) {
 		cache__count(&c->malloc_fails);
@@ -74,6 +75,16 @@ struct item *cache__item_alloc(struct cache *c, struct cache_key key,
 	memcpy(it->data, key.p, key.n);
 	memcpy(it->data + key.n + nbytes, "\r\n", 2);
 	return it;
+}
+
+void cache__item_choose_cas(struct item *it, uint64_t cas)
+{
+	memcpy(it->data + it->nkey + it->nbytes + 2, &cas, sizeof(cas));
+	atomic_store_explicit(
+		&it->usage,
+		atomic_load_explicit(&it->usage, memory_order_relaxed) |
+			ITEM_CAS_CHOSEN,
+		memory_order_relaxed);
 }
 
 /* ---- admission ---- */

@@ -34,7 +34,8 @@ static struct item *build(struct cache *c, unsigned int thread,
 	struct item *it;
 
 	if (!join) {
-		it = cache__item_alloc(c, key, w->flags, exptime, w->nbytes);
+		it = cache__item_alloc(c, key, w->flags, exptime, w->nbytes,
+				       w->cas_new != 0);
 		if (it)
 			memcpy(it->data + key.n, w->value, w->nbytes);
 	} else {
@@ -47,7 +48,7 @@ static struct item *build(struct cache *c, unsigned int thread,
 			c, key, old->flags,
 			atomic_load_explicit(&old->exptime,
 					     memory_order_relaxed),
-			(uint32_t)total);
+			(uint32_t)total, w->cas_new != 0);
 		if (!it)
 			return NULL;
 		char *dst = it->data + key.n;
@@ -60,8 +61,10 @@ static struct item *build(struct cache *c, unsigned int thread,
 		}
 	}
 	if (it) {
-		it->cas = w->cas_new ? w->cas_new : next_cas(c, thread);
+		it->cas = next_cas(c, thread);
 		atomic_init(&it->usage, w->marks);
+		if (w->cas_new)
+			cache__item_choose_cas(it, w->cas_new);
 	}
 	return it;
 }
@@ -165,10 +168,10 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 	if (live && mode == CACHE_ADD)
 		return CACHE_NOT_STORED;
 	if (live && (mode == CACHE_APPEND || mode == CACHE_PREPEND) &&
-	    w->cas_in && old->cas != w->cas_in)
+	    w->cas_in && item_cas(old) != w->cas_in)
 		return CACHE_EXISTS;
-	if (live && mode == CACHE_CAS && old->cas != w->cas_in) {
-		if (!w->stale_if_older || w->cas_in > old->cas)
+	if (live && mode == CACHE_CAS && item_cas(old) != w->cas_in) {
+		if (!w->stale_if_older || w->cas_in > item_cas(old))
 			return CACHE_EXISTS;
 		/* An older writer's value, kept but flagged stale: the old
 		 * item's exptime and recache winner stay. */
@@ -185,9 +188,11 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 	if (!fresh)
 		return CACHE_NO_MEMORY;
 	if (cas_out)
-		*cas_out = fresh->cas; /* before linking: then it may go */
+		*cas_out = item_cas(fresh); /* before linking: then it may go */
 	if (w->nbytes_out)
 		*w->nbytes_out = fresh->nbytes;
+	if (w->seq_out)
+		*w->seq_out = fresh->cas;
 	return place(c, w->key, old, fresh, a) ? CACHE_STORED
 					       : CACHE_NOT_STORED;
 }
@@ -298,7 +303,7 @@ enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
 
 		if (!it)
 			break;
-		if (cas_in && it->cas != cas_in) {
+		if (cas_in && item_cas(it) != cas_in) {
 			res = CACHE_EXISTS;
 			break;
 		}
@@ -319,9 +324,11 @@ enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
  * meta writes that change an item's marks or drop its value. */
 static struct item *copy_item(struct cache *c, const struct item *old,
 			      struct cache_key key, uint32_t nbytes,
-			      uint32_t flags, uint32_t exptime)
+			      uint32_t flags, uint32_t exptime,
+			      bool room_for_cas)
 {
-	struct item *it = cache__item_alloc(c, key, flags, exptime, nbytes);
+	struct item *it =
+		cache__item_alloc(c, key, flags, exptime, nbytes, room_for_cas);
 
 	if (it)
 		memcpy(it->data + key.n, item_value(old), nbytes);
@@ -348,19 +355,25 @@ static enum cache_result rewrite_once(struct cache *c, const struct job *j,
 	const struct rewrite *rw = j->rw;
 	uint64_t *cas_out = j->cas_out;
 	struct item *old = cache_lookup(c, key, NULL), *fresh;
+	uint64_t chosen;
 	uint8_t usage;
 
 	if (!old)
 		return CACHE_NOT_FOUND;
-	if (cas_in && old->cas != cas_in)
+	if (cas_in && item_cas(old) != cas_in)
 		return CACHE_EXISTS;
 	usage = atomic_load_explicit(&old->usage, memory_order_relaxed);
+	/* An emptied item keeps its cas, a chosen one included. */
+	chosen = rw->cas_new				  ? rw->cas_new
+		 : rw->empty && (usage & ITEM_CAS_CHOSEN) ? item_cas(old)
+							  : 0;
 	fresh = copy_item(c, old, key, rw->empty ? 0 : old->nbytes,
 			  rw->empty ? rw->flags : old->flags,
 			  rw->set_exptime
 				  ? rw->exptime
 				  : atomic_load_explicit(&old->exptime,
-							 memory_order_relaxed));
+							 memory_order_relaxed),
+			  chosen != 0);
 	if (!fresh)
 		return CACHE_NO_MEMORY;
 	/* An emptied item starts afresh but for its key; an invalidated
@@ -375,11 +388,11 @@ static enum cache_result rewrite_once(struct cache *c, const struct job *j,
 		atomic_init(&fresh->atime,
 			    atomic_load_explicit(&old->atime,
 						 memory_order_relaxed));
-	fresh->cas = rw->cas_new ? rw->cas_new
-		     : rw->empty ? old->cas
-				 : next_cas(c, thread);
+	fresh->cas = rw->empty ? old->cas : next_cas(c, thread);
+	if (chosen)
+		cache__item_choose_cas(fresh, chosen);
 	if (cas_out)
-		*cas_out = fresh->cas;
+		*cas_out = item_cas(fresh);
 	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
 }
 
@@ -489,7 +502,7 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 
 	if (!old)
 		return CACHE_NOT_FOUND;
-	if (q->cas_in && q->cas_in != old->cas)
+	if (q->cas_in && q->cas_in != item_cas(old))
 		return CACHE_EXISTS;
 	if (!parse_u64(item_value(old), old->nbytes, &v))
 		return CACHE_NON_NUMERIC;
@@ -501,12 +514,13 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 	out->exptime_before =
 		atomic_load_explicit(&old->exptime, memory_order_relaxed);
 	exptime = q->set_exptime ? q->exptime : out->exptime_before;
-	fresh = cache__item_alloc(c, key, old->flags, exptime, (uint32_t)width);
+	fresh = cache__item_alloc(c, key, old->flags, exptime, (uint32_t)width,
+				  q->cas_new != 0);
 	if (!fresh)
 		return CACHE_NO_MEMORY;
 	memset(fresh->data + key.n, ' ', (size_t)width);
 	memcpy(fresh->data + key.n, num, (size_t)len);
-	fresh->cas = q->cas_new ? q->cas_new : next_cas(c, thread);
+	fresh->cas = next_cas(c, thread);
 	if (len <= (int)old->nbytes) {
 		/* What memcached's update in place keeps. */
 		atomic_init(&fresh->usage,
@@ -518,8 +532,10 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 			    atomic_load_explicit(&old->atime,
 						 memory_order_relaxed));
 	}
+	if (q->cas_new)
+		cache__item_choose_cas(fresh, q->cas_new);
 	out->value = v;
-	out->cas = fresh->cas;
+	out->cas = item_cas(fresh);
 	out->exptime = exptime;
 	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
 }

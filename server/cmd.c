@@ -187,7 +187,7 @@ static bool delete_cas_differs(struct conn *c, const struct request *r)
 
 	rhkv_rcu_read_lock();
 	it = cache_find(c->w->srv->cache, r->key, NULL);
-	differs = it && it->cas != r->cas;
+	differs = it && item_cas(it) != r->cas;
 	rhkv_rcu_read_unlock();
 	return differs;
 }
@@ -368,7 +368,7 @@ static void metadump_item(const struct item *it, void *arg)
 		.nkey = it->nkey,
 		.exp = exp ? (int64_t)exp : -1,
 		.la = atomic_load_explicit(&it->atime, memory_order_relaxed),
-		.cas = it->cas,
+		.cas = item_cas(it),
 		.fetched =
 			atomic_load_explicit(&it->usage, memory_order_relaxed) &
 			ITEM_FETCHED,

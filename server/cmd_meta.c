@@ -30,9 +30,11 @@ static int64_t ttl_of(uint32_t exptime, int64_t now)
 }
 
 /* A miss with N: an empty item, its recache already won by this caller.
- * Returns the new item's cas, 0 when another got in first. */
+ * Returns the new item's write sequence (which tells it apart from any
+ * later item of the key), 0 when another got in first. */
 static uint64_t vivify(struct conn *c, const struct request *r)
 {
+	uint64_t seq = 0;
 	const struct cache_write w = {
 		.mode = CACHE_ADD,
 		.key = r->key,
@@ -40,12 +42,12 @@ static uint64_t vivify(struct conn *c, const struct request *r)
 		.value = "",
 		.cas_new = r->meta->has_new_cas ? r->meta->new_cas : 0,
 		.marks = r->meta->no_win ? 0 : ITEM_WON,
+		.seq_out = &seq,
 	};
-	uint64_t cas = 0;
 
-	if (cache_write(c->w->srv->cache, c->w->id, &w, &cas) != CACHE_STORED)
+	if (cache_write(c->w->srv->cache, c->w->id, &w, NULL) != CACHE_STORED)
 		return 0;
-	return cas;
+	return seq;
 }
 
 /* What a hit tells (mg), and the win: inside the read-side section. */
@@ -76,7 +78,7 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 		.have_item = true,
 		.it = (q->ret & META_RET_VALUE) ? it : NULL,
 		.value_len = it->nbytes,
-		.cas = it->cas,
+		.cas = item_cas(it),
 		.flags = it->flags,
 		.ttl = ttl_of(exp_now, now),
 		.ttl_before = created ? -1 : ttl_of(exp, now),
@@ -112,7 +114,7 @@ void cmd_mget(struct conn *c, const struct request *r)
 	struct cache *cache = c->w->srv->cache;
 	struct thread_stats *st = &c->w->stats;
 	struct meta_result m = { .code = META_EN };
-	uint64_t created_cas = 0;
+	uint64_t created_seq = 0;
 	bool expired = false;
 	struct item *it;
 
@@ -123,18 +125,18 @@ void cmd_mget(struct conn *c, const struct request *r)
 		if (expired)
 			cache_reap(cache, r->key);
 		expired = false;
-		created_cas = vivify(c, r);
+		created_seq = vivify(c, r);
 		rhkv_rcu_read_lock();
 		it = cache_lookup(cache, r->key, NULL);
 		/* A stub made already expired (N-1) is still this request's. */
-		if (!it && created_cas) {
+		if (!it && created_seq) {
 			it = cache_lookup_any(cache, r->key);
-			if (it && it->cas != created_cas)
+			if (it && it->cas != created_seq)
 				it = NULL;
 		}
 	}
 	if (it)
-		mget_hit(c, r, it, created_cas && it->cas == created_cas, &m);
+		mget_hit(c, r, it, created_seq && it->cas == created_seq, &m);
 	REPLY(c)->meta(c, r, &m);
 	rhkv_rcu_read_unlock();
 
@@ -385,7 +387,7 @@ void cmd_mdebug(struct conn *c, const struct request *r)
 		m = (struct meta_result){
 			.code = META_ME,
 			.have_item = true,
-			.cas = it->cas,
+			.cas = item_cas(it),
 			.ttl = ttl_of(
 				atomic_load_explicit(&it->exptime,
 						     memory_order_relaxed),

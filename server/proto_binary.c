@@ -451,7 +451,7 @@ static void pack_item(msgpack_packer *pk, const struct item *it)
 	msgpack_pack_uint32(pk, it->flags);
 	msgpack_pack_bin(pk, it->nbytes);
 	msgpack_pack_bin_body(pk, item_value(it), it->nbytes);
-	msgpack_pack_uint64(pk, it->cas);
+	msgpack_pack_uint64(pk, item_cas(it));
 }
 
 /*
@@ -500,7 +500,7 @@ static void value_by_reference(struct conn *c, const struct request *r,
 	msgpack_pack_bin(&s->pk, it->nbytes);
 	/* The cas's encoding, at most 9 bytes, into a stack buffer. */
 	msgpack_packer_init(&tpk, &tsb, msgpack_sbuffer_write);
-	msgpack_pack_uint64(&tpk, it->cas);
+	msgpack_pack_uint64(&tpk, item_cas(it));
 	frame_end_by_reference(c, f, it, item_value(it), it->nbytes, tail,
 			       tsb.size);
 }

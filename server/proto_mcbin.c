@@ -321,7 +321,7 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 	struct part key = { item_key(it), it->nkey };
 
 	mcbin_store32(flags, it->flags);
-	respond(c, r, MCBIN_ST_OK, it->cas, (struct part){ flags, 4 },
+	respond(c, r, MCBIN_ST_OK, item_cas(it), (struct part){ flags, 4 },
 		with_key(r) ? key : none, none, n);
 	if (n)
 		conn_add_item_bytes(c, it, item_value(it), n);

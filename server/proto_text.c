@@ -418,7 +418,7 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 		return;
 	}
 	n = proto_text_value_header(hdr, item_key(it), it->nkey, it->flags,
-				    it->nbytes, with_cas, it->cas);
+				    it->nbytes, with_cas, item_cas(it));
 	conn_add(c, hdr, n);
 	conn_add_item_bytes(c, it, item_value(it), it->nbytes + 2);
 }

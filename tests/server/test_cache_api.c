@@ -76,7 +76,7 @@ static struct got get(struct cache *c, const char *k)
 		g.value[n] = '\0';
 		cr_assert_eq(memcmp(item_value(it) + it->nbytes, "\r\n", 2), 0);
 		g.flags = it->flags;
-		g.cas = it->cas;
+		g.cas = item_cas(it);
 		g.exptime = atomic_load(&it->exptime);
 	}
 	rhkv_rcu_read_unlock();
@@ -435,6 +435,43 @@ Test(cache_api, touch)
 	cr_assert_not(g.hit);
 	cr_assert(g.expired);
 	cr_assert_not(cache_touch(c, key("k"), 0));
+	done(c);
+}
+
+/* A cas the client chooses (meta E) is what readers see, but flush_all
+ * still knows when the item was written: a small chosen cas after a flush
+ * lives, a huge one before it does not. */
+Test(cache_api, chosen_cas_and_flush)
+{
+	struct cache *c = new_cache(16 * MB);
+	struct cache_write w = { .mode = CACHE_SET,
+				 .key = key("huge"),
+				 .value = "h",
+				 .nbytes = 1,
+				 .cas_new = UINT64_MAX };
+	uint64_t cas = 0;
+
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(set(c, "filler", "v"), CACHE_STORED);
+	cr_assert_eq(cache_write(c, 0, &w, &cas), CACHE_STORED);
+	cr_assert_eq(cas, UINT64_MAX);
+	cr_assert_eq(get(c, "huge").cas, UINT64_MAX);
+	cache_flush(c, 0);
+	assert_miss(c, "huge");
+	w = (struct cache_write){ .mode = CACHE_SET,
+				  .key = key("small"),
+				  .value = "s",
+				  .nbytes = 1,
+				  .cas_new = 5 };
+	cr_assert_eq(cache_write(c, 0, &w, &cas), CACHE_STORED);
+	cr_assert_eq(cas, 5);
+	assert_value(c, "small", "s");
+	cr_assert_eq(get(c, "small").cas, 5);
+	/* cas compares against the chosen value. */
+	cr_assert_eq(put(c, CACHE_CAS, "small", "t", 0, 0, 6, NULL),
+		     CACHE_EXISTS);
+	cr_assert_eq(put(c, CACHE_CAS, "small", "t", 0, 0, 5, NULL),
+		     CACHE_STORED);
 	done(c);
 }
 

@@ -671,8 +671,7 @@ Test(stats_groups, watch)
 	/* A meta set logs as the classic command its mode is. */
 	RT(c, "ms w:1 2 MA\r\nyz\r\n", "HD\r\n");
 	watch_line(w, "item_store", "w%3A1", line, sizeof(line));
-	cr_expect(strstr(line, " status=stored cmd=append ttl=0 "), "%s",
-		  line);
+	cr_expect(strstr(line, " status=stored cmd=append ttl=0 "), "%s", line);
 	/* The watcher stays one: what it sends is not executed. */
 	SEND(w, "get w:1\r\n");
 	h_sleep_ms(100);
