@@ -10,6 +10,7 @@
 #include "opts.h"
 #include "zipf.h"
 
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -48,6 +49,9 @@ struct bench_run {
 	_Atomic int stop;	 /* main asks workers to stop */
 	_Atomic unsigned done;	 /* workers finished */
 	_Atomic unsigned connect_failures;
+	SSL_CTX *tls;		      /* NULL: plain TCP */
+	SSL_SESSION *tls_session;     /* --tls-resume: what each resumes */
+	_Atomic unsigned tls_resumed; /* connections that resumed it */
 };
 
 struct bench_worker;

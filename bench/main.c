@@ -1,9 +1,11 @@
 /* rhkv-bench: a libevent load generator for memcached-protocol servers
- * (rhkvd, memcached: text or meta commands) and rhkvd's binary protocol.
+ * (rhkvd, memcached: text or meta commands) and rhkvd's binary protocol,
+ * over TCP or TLS.
  * main parses the options, resolves the server, starts the workers, prints
  * a progress line per second on stderr, and the summary (stdout, --json)
  * at the end. Exit 64 on bad arguments. */
 #include "bench.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -110,6 +112,10 @@ static int run(const struct bench_opts *o)
 	r.o = o;
 	if (resolve(&r, o) != 0)
 		return 1;
+	if (o->tls && bench_tls_init(&r) != 0) {
+		bench_tls_free(&r);
+		return 1;
+	}
 	r.value = malloc(o->value_max);
 	struct hist *total = hist_new();
 	if (r.value == NULL || total == NULL)
@@ -136,6 +142,13 @@ static int run(const struct bench_opts *o)
 	double secs = rc == 0 ? watch(&r, ws, total, &t) : 0;
 	bench_workers_join(&ws, o->threads);
 	pthread_barrier_destroy(&r.start);
+	/* A server may refuse to resume (no cache, single-use tickets):
+	 * the run then measured full handshakes, which the figures hide. */
+	if (o->tls_resume)
+		fprintf(stderr,
+			"rhkv-bench: %u of %u TLS connections resumed the "
+			"session\n",
+			atomic_load(&r.tls_resumed), o->threads * o->conns);
 	if (rc == 0) {
 		bench_report_print(o, &t, total, secs);
 		if (o->json_path != NULL &&
@@ -148,9 +161,11 @@ static int run(const struct bench_opts *o)
 	free(r.value);
 	zipf_destroy(&r.zipf);
 	hist_destroy(&total);
+	bench_tls_free(&r);
 	return rc;
 oom:
 	fprintf(stderr, "rhkv-bench: out of memory\n");
+	bench_tls_free(&r);
 	free(r.value);
 	zipf_destroy(&r.zipf);
 	hist_destroy(&total);

@@ -33,7 +33,16 @@ const char bench_usage[] =
 	"  --prefill           set every key once before the run\n"
 	"  --miss-set          set a key after a get misses it\n"
 	"  --ttl S             exptime of every set, in seconds (0: none)\n"
-	"  --json FILE         write the results as JSON\n";
+	"  --json FILE         write the results as JSON\n"
+	"  --tls               connect with TLS; the server's certificate\n"
+	"                      is not checked unless --tls-ca is given\n"
+	"  --tls-ca FILE       verify the server against these CA "
+	"certificates\n"
+	"                      (PEM) and --host\n"
+	"  --tls-cert FILE     client certificate (PEM), with --tls-key\n"
+	"  --tls-key FILE      its private key (PEM)\n"
+	"  --tls-resume        one full handshake before the run; every\n"
+	"                      connection then resumes that session\n";
 
 enum {
 	O_HOST = 256,
@@ -54,6 +63,11 @@ enum {
 	O_MISS_SET,
 	O_TTL,
 	O_JSON,
+	O_TLS,
+	O_TLS_CA,
+	O_TLS_CERT,
+	O_TLS_KEY,
+	O_TLS_RESUME,
 	O_HELP,
 };
 
@@ -76,6 +90,11 @@ static const struct option long_opts[] = {
 	{ "miss-set", no_argument, NULL, O_MISS_SET },
 	{ "ttl", required_argument, NULL, O_TTL },
 	{ "json", required_argument, NULL, O_JSON },
+	{ "tls", no_argument, NULL, O_TLS },
+	{ "tls-ca", required_argument, NULL, O_TLS_CA },
+	{ "tls-cert", required_argument, NULL, O_TLS_CERT },
+	{ "tls-key", required_argument, NULL, O_TLS_KEY },
+	{ "tls-resume", no_argument, NULL, O_TLS_RESUME },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -229,6 +248,15 @@ static int parse_one(struct bench_opts *o, int c, const char *a)
 	case O_JSON:
 		o->json_path = a;
 		return a[0] != '\0' ? 0 : -EINVAL;
+	case O_TLS_CA:
+		o->tls_ca = a;
+		return a[0] != '\0' ? 0 : -EINVAL;
+	case O_TLS_CERT:
+		o->tls_cert = a;
+		return a[0] != '\0' ? 0 : -EINVAL;
+	case O_TLS_KEY:
+		o->tls_key = a;
+		return a[0] != '\0' ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}
@@ -243,6 +271,18 @@ static int check_all(const struct bench_opts *o, char *err, size_t errlen)
 			 "--key-size %u is too short for %" PRIu64
 			 " keys (needs %d)",
 			 o->key_size, o->keys, n + 1);
+		return -EINVAL;
+	}
+	/* A TLS setting without --tls would silently measure plain TCP. */
+	if (!o->tls && (o->tls_ca != NULL || o->tls_cert != NULL ||
+			o->tls_key != NULL || o->tls_resume)) {
+		snprintf(err, errlen,
+			 "--tls-ca, --tls-cert, --tls-key and "
+			 "--tls-resume need --tls");
+		return -EINVAL;
+	}
+	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
+		snprintf(err, errlen, "--tls-cert and --tls-key go together");
 		return -EINVAL;
 	}
 	return 0;
@@ -264,8 +304,16 @@ int bench_opts_parse(struct bench_opts *o, int argc, char **argv, char *err,
 			o->help = 1;
 			return 0;
 		}
-		if (c == O_PREFILL || c == O_MISS_SET) {
-			*(c == O_PREFILL ? &o->prefill : &o->miss_set) = 1;
+		if (c == O_PREFILL) {
+			o->prefill = 1;
+			continue;
+		}
+		if (c == O_MISS_SET) {
+			o->miss_set = 1;
+			continue;
+		}
+		if (c == O_TLS || c == O_TLS_RESUME) {
+			*(c == O_TLS ? &o->tls : &o->tls_resume) = 1;
 			continue;
 		}
 		if (c == '?' || c == ':') {

@@ -33,6 +33,11 @@ struct bench_opts {
 	int prefill;
 	int miss_set;
 	uint64_t ttl; /* exptime of every set, seconds (0: none) */
+	int tls;      /* connect with TLS */
+	int tls_resume;
+	const char *tls_ca;   /* NULL: the server's certificate unchecked */
+	const char *tls_cert; /* client certificate, with tls_key */
+	const char *tls_key;
 	int help;
 };
 

@@ -4,6 +4,7 @@
  * in flight per connection) or open-loop (--rate, on a fixed schedule). */
 #include "bench.h"
 #include "reply.h"
+#include "tls.h"
 
 #include "proto/binary.h"
 
@@ -11,9 +12,11 @@
 #include <inttypes.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +337,18 @@ static void on_read(struct bufferevent *bev, void *arg)
 	evbuffer_drain(in, c->dead ? len : off);
 }
 
+/* The first connection that fails says why, when TLS knows: main reports
+ * only the number of failures. */
+static void tls_failure(struct bufferevent *bev)
+{
+	unsigned long e = bufferevent_get_openssl_error(bev);
+	char buf[256];
+	if (e == 0)
+		return;
+	ERR_error_string_n(e, buf, sizeof(buf));
+	fprintf(stderr, "rhkv-bench: TLS: %s\n", buf);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -343,9 +358,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
 			   &one, sizeof(one));
 		c->connected = 1;
+		SSL *ssl = bufferevent_openssl_get_ssl(bev);
+		if (ssl != NULL && SSL_session_reused(ssl))
+			atomic_fetch_add(&w->r->tls_resumed, 1);
 	} else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
 		if (!c->connected) {
-			atomic_fetch_add(&w->r->connect_failures, 1);
+			if (atomic_fetch_add(&w->r->connect_failures, 1) == 0)
+				tls_failure(bev);
 			c->dead = 1;
 		} else if (!atomic_load(&w->r->stop)) {
 			count(&w->c.errors, 1);
@@ -391,12 +410,41 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(w->base);
 }
 
+/* With TLS, libevent's bufferevent_openssl sits between the socket and the
+ * buffers: it retries an SSL_write that wants a read on the next readable
+ * event and the reverse, and drains what SSL_pending holds before it waits
+ * for the socket again, so the protocol code above sees plain bytes. */
+static struct bufferevent *conn_bev(struct bench_worker *w)
+{
+	if (w->r->tls == NULL)
+		return bufferevent_socket_new(w->base, -1,
+					      BEV_OPT_CLOSE_ON_FREE);
+	SSL *ssl = bench_tls_new(w->r);
+	if (ssl == NULL)
+		return NULL;
+	/* It frees ssl too, on failure and with the bufferevent. */
+	struct bufferevent *bev = bufferevent_openssl_socket_new(
+		w->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+		BEV_OPT_CLOSE_ON_FREE);
+	/* The run ends by closing connections, never by close_notify; a
+	 * server that does the same is no error. */
+	if (bev != NULL)
+		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
 static int conn_open(struct bench_worker *w, struct conn *c)
 {
 	c->w = w;
-	c->bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL)
+	c->bev = conn_bev(w);
+	if (c->bev == NULL) {
+		/* Counted as a failed connection, or the worker would wait
+		 * for it forever. */
+		atomic_fetch_add(&w->r->connect_failures, 1);
+		c->dead = 1;
+		w->settled++;
 		return -ENOMEM;
+	}
 	bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&w->r->addr,

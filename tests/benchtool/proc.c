@@ -1,4 +1,4 @@
-/* proc: the process and port helpers of proc.h, with fork/execv and plain
+/* proc: the process and port helpers of proc.h, with fork/execvp and plain
  * sockets. */
 #include "proc.h"
 
@@ -25,7 +25,7 @@ pid_t proc_start(char *const argv[], int quiet)
 			close(fd);
 		}
 	}
-	execv(argv[0], argv);
+	execvp(argv[0], argv);
 	_exit(127);
 }
 

@@ -6,8 +6,8 @@
 
 #include <sys/types.h>
 
-/* Starts argv[0] with argv, stdout and stderr to /dev/null when quiet;
- * the child's pid, or -1. */
+/* Starts argv[0] (looked up in PATH when it has no slash) with argv, stdout
+ * and stderr to /dev/null when quiet; the child's pid, or -1. */
 pid_t proc_start(char *const argv[], int quiet);
 /* Waits for pid; its exit status, 128 + signal, or -1. */
 int proc_wait(pid_t pid);

@@ -42,6 +42,10 @@ Test(args, bad_arguments_exit_64, .timeout = 60)
 		{ "--no-such-option", NULL },
 		{ "stray", NULL },
 		{ "--port", NULL },
+		{ "--tls-ca", NULL },
+		{ "--tls-ca", "ca.pem" },  /* without --tls */
+		{ "--tls-resume", NULL },  /* without --tls */
+		{ "--tls-cert", "c.pem" }, /* without --tls, --tls-key */
 	};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(run_bench(bad[i][0], bad[i][1]), 64,
@@ -124,4 +128,44 @@ Test(args, protocols, .timeout = 10)
 		cr_assert_eq(parse(&o, err, 3, argv), 0, "%s", err);
 		cr_assert_eq(o.protocol, want[i], "--protocol %s", names[i]);
 	}
+}
+
+Test(args, tls_off_by_default, .timeout = 10)
+{
+	char *argv[] = { "rhkv-bench", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 1, argv), 0, "%s", err);
+	cr_assert(!o.tls && !o.tls_resume);
+	cr_assert_null(o.tls_ca);
+	cr_assert_null(o.tls_cert);
+	cr_assert_null(o.tls_key);
+}
+
+Test(args, tls_options, .timeout = 10)
+{
+	char *argv[] = { "rhkv-bench",	 "--tls", "--tls-ca",  "ca.pem",
+			 "--tls-cert",	 "c.pem", "--tls-key", "k.pem",
+			 "--tls-resume", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 9, argv), 0, "%s", err);
+	cr_assert(o.tls && o.tls_resume);
+	cr_assert_str_eq(o.tls_ca, "ca.pem");
+	cr_assert_str_eq(o.tls_cert, "c.pem");
+	cr_assert_str_eq(o.tls_key, "k.pem");
+}
+
+Test(args, tls_certificate_needs_its_key, .timeout = 10)
+{
+	char *cert[] = { "rhkv-bench", "--tls", "--tls-cert", "c.pem", NULL };
+	char *key[] = { "rhkv-bench", "--tls", "--tls-key", "k.pem", NULL };
+	char *empty[] = { "rhkv-bench", "--tls", "--tls-ca", "", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 4, cert), -22);
+	cr_assert_neq(err[0], '\0');
+	cr_assert_eq(parse(&o, err, 4, key), -22);
+	cr_assert_neq(err[0], '\0');
+	cr_assert_eq(parse(&o, err, 4, empty), -22);
 }
