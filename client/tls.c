@@ -109,19 +109,25 @@ static BIO *bio_new(int fd)
  * then emptied), or `none` when it said nothing. */
 static const char *ossl_why(char *buf, size_t cap, const char *none)
 {
-	unsigned long e = ERR_peek_last_error();
-	const char *r = e ? ERR_reason_error_string(e) : NULL;
+	unsigned long e, last = 0, sys = 0;
+	const char *r;
 
-	/* a file that does not open: its errno says more than "system lib" */
-	if (e && ERR_SYSTEM_ERROR(e))
-		snprintf(buf, cap, "%s", strerror(ERR_GET_REASON(e)));
+	while ((e = ERR_get_error()) != 0) {
+		last = e;
+		if (ERR_SYSTEM_ERROR(e))
+			sys = e;
+	}
+	r = last ? ERR_reason_error_string(last) : NULL;
+	/* a file that does not open: its errno says more than the "system
+	 * lib" that the layers above it add */
+	if (sys)
+		snprintf(buf, cap, "%s", strerror(ERR_GET_REASON(sys)));
 	else if (r)
 		snprintf(buf, cap, "%s", r);
-	else if (e)
-		ERR_error_string_n(e, buf, cap);
+	else if (last)
+		ERR_error_string_n(last, buf, cap);
 	else
 		snprintf(buf, cap, "%s", none);
-	ERR_clear_error();
 	return buf;
 }
 
