@@ -423,8 +423,8 @@ int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode);
  * the error to rhkv_cluster_failed() so that a lost server is skipped.
  */
 rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen);
-/* Marks c's server dead for the retry interval when err is RHKV_ECONN or
- * RHKV_ETIMEDOUT; other errors (and handles not of cl) are ignored. */
+/* Marks c's server dead for the retry interval when err is RHKV_ECONN,
+ * RHKV_ETIMEDOUT or RHKV_ETLS; other errors (and handles not of cl) are ignored. */
 void rhkv_cluster_failed(rhkv_cluster *cl, rhkv *c, int err);
 /* The server that owns key now (skipping dead ones), without connecting:
  * its host into host[cap] and its port into *port (either may be NULL
