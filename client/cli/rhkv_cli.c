@@ -1063,12 +1063,15 @@ int main(int argc, char **argv)
 	struct cli cl = { .host = DEFAULT_HOST, .port = DEFAULT_PORT };
 	const char *auth_file = getenv("RHKV_AUTH_FILE");
 	const char *tls_opt = NULL; /* a TLS option given, for its check */
-	int opt, rc;
+	/* where --cacert, --cert, --key and --servername go, in that order */
+	const char **tls_str[] = { &cl.o.tls_ca_file, &cl.o.tls_cert_file,
+				   &cl.o.tls_key_file, &cl.o.tls_server_name };
+	int opt, rc, li = 0;
 	long v;
 
 	rhkv_options_init(&cl.o);
 	/* '+': options end at the command, whose words may start with '-'. */
-	while ((opt = getopt_long(argc, argv, "+h:p:t:r", longopts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "+h:p:t:r", longopts, &li)) !=
 	       -1) {
 		switch (opt) {
 		case 'h':
@@ -1108,24 +1111,15 @@ int main(int argc, char **argv)
 			cl.o.tls = 1;
 			break;
 		case OPT_CACERT:
-			cl.o.tls_ca_file = optarg;
-			tls_opt = "--cacert";
-			break;
 		case OPT_CERT:
-			cl.o.tls_cert_file = optarg;
-			tls_opt = "--cert";
-			break;
 		case OPT_KEY:
-			cl.o.tls_key_file = optarg;
-			tls_opt = "--key";
-			break;
 		case OPT_SERVERNAME:
-			cl.o.tls_server_name = optarg;
-			tls_opt = "--servername";
+			*tls_str[opt - OPT_CACERT] = optarg;
+			tls_opt = longopts[li].name;
 			break;
 		case OPT_INSECURE:
 			cl.o.tls_insecure = 1;
-			tls_opt = "--insecure";
+			tls_opt = longopts[li].name;
 			break;
 		case OPT_HELP:
 			usage(stdout);
@@ -1141,7 +1135,7 @@ int main(int argc, char **argv)
 	}
 	/* without --tls they would silently do nothing: plain TCP */
 	if (tls_opt && !cl.o.tls) {
-		fprintf(stderr, "rhkv-cli: %s needs --tls\n", tls_opt);
+		fprintf(stderr, "rhkv-cli: --%s needs --tls\n", tls_opt);
 		return EX_USAGE_;
 	}
 	if (cl.o.tls_key_file && !cl.o.tls_cert_file) {
