@@ -162,6 +162,48 @@ Test(tls, verified_connection_carries_calls)
 	free(big);
 }
 
+/* Megabytes each way in one exchange: the server stops reading while its
+ * replies wait, so the client's writes stall and it must read between
+ * them (OpenSSL's reads and writes interleaved on one socket). */
+Test(tls, pipeline_fills_both_directions)
+{
+	struct rhkv_options o = tls_opts(ca);
+	size_t vlen = 200 * 1024, n = 150;
+	char *val = malloc(vlen);
+	rhkv_pipeline *p;
+	char key[16];
+
+	cr_assert(val);
+	memset(val, 'x', vlen);
+	start(0, "none");
+	o.io_timeout_ms = 20000;
+	OK(connect_to("127.0.0.1", tls_ports[0], &o));
+	p = rhkv_pipeline_new(c);
+	cr_assert(p);
+	for (size_t i = 0; i < n; i++) {
+		int len = snprintf(key, sizeof(key), "big%zu", i);
+
+		val[0] = (char)('a' + i % 26);
+		cr_assert_eq(
+			rhkv_pipeline_set(p, key, (size_t)len, val, vlen, 0, 0),
+			(long)(2 * i));
+		cr_assert_eq(rhkv_pipeline_get(p, key, (size_t)len),
+			     (long)(2 * i + 1));
+	}
+	OK(rhkv_pipeline_exec(p));
+	for (size_t i = 0; i < n; i++) {
+		struct rhkv_value v;
+
+		cr_assert_eq(rhkv_pipeline_result(p, 2 * i, NULL), 0);
+		cr_assert_eq(rhkv_pipeline_result(p, 2 * i + 1, &v), 0);
+		cr_assert_eq(v.len, vlen);
+		cr_assert_eq(v.data[0], (char)('a' + i % 26));
+		rhkv_value_free(&v);
+	}
+	rhkv_pipeline_free(p);
+	free(val);
+}
+
 Test(tls, name_checked_against_the_host)
 {
 	struct rhkv_options o = tls_opts(ca);
