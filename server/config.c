@@ -98,7 +98,7 @@ static const char *show_flush_enabled(const struct config *cfg)
 
 static const struct opt options[] = {
 	OPTION("port", 'p', OPT_INT, "PORT",
-	       "TCP port; 0: no TCP listener (then -s is needed)",
+	       "TCP port; 0: no plain TCP listener (then -s or --tls-port)",
 	       RANGE(0, 65535), .def = 11311, AT(port), .stat = "tcpport",
 	       BAD("port", "not in 0..65535")),
 	OPTION("listen", 'l', OPT_LIST, "ADDR",
@@ -480,9 +480,10 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 /* What no single option says: rules across options. */
 static int check_combination(const struct config *cfg)
 {
-	if (cfg->port == 0 && !cfg->unix_socket) {
-		fprintf(stderr, "rhkvd: -p 0 turns TCP off and no unix socket "
-				"(-s PATH) is given: nothing to listen on\n");
+	if (cfg->port == 0 && !cfg->unix_socket && !cfg->tls_port) {
+		fprintf(stderr, "rhkvd: -p 0 turns TCP off and neither a unix "
+				"socket (-s PATH) nor --tls-port is given: "
+				"nothing to listen on\n");
 		return CONFIG_EXIT_USAGE;
 	}
 	/* memcached's rule and words (1.6.18, exit code 64 too). */
@@ -764,5 +765,5 @@ void config_each(const struct config *cfg,
 	fn("lru_segmented", "no", arg);
 	fn("temp_lru", "no", arg);
 	fn("track_sizes", "no", arg);
-	fn("ssl_enabled", "no", arg);
+	fn("ssl_enabled", cfg->tls_port ? "yes" : "no", arg);
 }

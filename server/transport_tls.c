@@ -185,8 +185,10 @@ static void tls_wait(struct conn *c, bool readable, bool writable)
 	    event_priority_set(s->ev.wev, WORKER_PRIO_NORMAL) == 0)
 		s->prioritized = true;
 	socket_events_wait(&s->ev, readable, writable);
-	/* Decrypted bytes already inside OpenSSL raise no socket event. */
-	if (readable && SSL_has_pending(s->ssl))
+	/* Decrypted bytes already inside OpenSSL raise no socket event
+	 * (the rest of a record stays in the socket: OpenSSL reads no
+	 * further ahead, so that does). */
+	if (readable && SSL_pending(s->ssl) > 0)
 		event_active(s->ev.rev, EV_READ, 0);
 }
 
