@@ -265,8 +265,12 @@ int rhkv_connect(rhkv **out, const char *host, int port,
 	c->host = host ? strdup(host) : NULL;
 	c->rbuf = malloc(RHKV__RBUF_INIT);
 	c->rcap = RHKV__RBUF_INIT;
-	if (rc || !c->rbuf || !c->dec.ready || (host && !c->host))
+	if (rc || !c->rbuf || !c->dec.ready || (host && !c->host)) {
+		/* a CA file or password not copied must not connect without */
+		free(c->host);
+		c->host = NULL; /* every call then fails with EINVAL */
 		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
+	}
 	if (!host || !*host || port < 0 || port > 65535 ||
 	    c->opt.connect_timeout_ms < 0 || c->opt.io_timeout_ms < 0)
 		why = "bad host, port or timeout";
