@@ -38,7 +38,7 @@ struct point {
 };
 
 struct rhkv_cluster {
-	struct rhkv_options opt; /* opt.password is our copy */
+	struct rhkv_options opt; /* its strings are our copies */
 	struct node *nodes;
 	size_t n, cap;
 	struct point *ring; /* sorted by value */
@@ -202,7 +202,8 @@ static void mark_dead(rhkv_cluster *cl, struct node *nd, int err)
 
 static int is_conn_err(int err)
 {
-	return err == RHKV_ECONN || err == RHKV_ETIMEDOUT;
+	/* a server whose TLS fails cannot be used either */
+	return err == RHKV_ECONN || err == RHKV_ETIMEDOUT || err == RHKV_ETLS;
 }
 
 int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o)
@@ -217,12 +218,10 @@ int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o)
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return RHKV_ENOMEM;
-	if (o)
-		cl->opt = *o;
-	else
+	if (!o)
 		rhkv_options_init(&cl->opt);
-	cl->opt.password = NULL;
-	if (o && o->password && !(cl->opt.password = strdup(o->password))) {
+	else if (rhkv__options_copy(&cl->opt, o)) {
+		rhkv__options_free(&cl->opt);
 		free(cl);
 		return RHKV_ENOMEM;
 	}
@@ -408,6 +407,6 @@ void rhkv_cluster_free(rhkv_cluster *cl)
 	}
 	free(cl->nodes);
 	free(cl->ring);
-	free((char *)cl->opt.password);
+	rhkv__options_free(&cl->opt);
 	free(cl);
 }

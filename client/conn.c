@@ -1,8 +1,9 @@
 /*
  * Handles and connections: rhkv_connect() makes the handle and connects
  * (a non-blocking connect bounded by the connect timeout, TCP_NODELAY, a
- * unix socket when the host starts with '/', AUTH when a password is set);
- * after a lost connection the next call connects again (rhkv__ensure).
+ * unix socket when the host starts with '/', the TLS handshake when
+ * asked for (tls.c), AUTH when a password is set); after a lost connection
+ * the next call connects again (rhkv__ensure).
  */
 #include "internal.h"
 
@@ -25,6 +26,41 @@ void rhkv_options_init(struct rhkv_options *o)
 	o->io_timeout_ms = 1000;
 	o->nodelay = 1;
 	o->password = NULL;
+	o->tls = 0;
+	o->tls_ca_file = NULL;
+	o->tls_cert_file = NULL;
+	o->tls_key_file = NULL;
+	o->tls_server_name = NULL;
+	o->tls_insecure = 0;
+}
+
+/* The strings of struct rhkv_options, for copying and freeing them all. */
+#define OPT_STRINGS(o)                                                  \
+	{                                                               \
+		&(o)->password, &(o)->tls_ca_file, &(o)->tls_cert_file, \
+			&(o)->tls_key_file, &(o)->tls_server_name       \
+	}
+
+int rhkv__options_copy(struct rhkv_options *dst, const struct rhkv_options *src)
+{
+	const char **s[] = OPT_STRINGS(dst);
+	int rc = 0;
+
+	*dst = *src;
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		if (*s[i] && !(*s[i] = strdup(*s[i])))
+			rc = RHKV_ENOMEM;
+	return rc;
+}
+
+void rhkv__options_free(struct rhkv_options *o)
+{
+	const char **s[] = OPT_STRINGS(o);
+
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		free((char *)*s[i]);
+		*s[i] = NULL;
+	}
 }
 
 /* Connects fd to sa within the connect timeout; 0 or an errno value. */
@@ -51,16 +87,20 @@ static int connect_fd(int fd, const struct sockaddr *sa, socklen_t len,
 	return err;
 }
 
-/* Makes the connected socket blocking, with the I/O timeout on recv(). */
+/* Makes the connected socket blocking, with the I/O timeout on recv();
+ * for TLS it stays non-blocking: OpenSSL's reads may also write, and its
+ * writes read, so io.c polls for what each asks. */
 static int setup_fd(rhkv *c, int fd, bool tcp)
 {
 	int one = 1;
 	int fl = fcntl(fd, F_GETFL);
 
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		return errno;
 	if (tcp && c->opt.nodelay &&
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		return errno;
+	if (c->opt.tls)
+		return 0;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return errno;
 	if (c->opt.io_timeout_ms > 0) {
 		struct timeval tv = {
@@ -175,16 +215,35 @@ int rhkv__ensure(rhkv *c)
 		return rhkv__fail(c, RHKV_EINVAL, "the handle was not made");
 	c->roff = c->rlen = 0;
 	c->item_max = 0;
+	if (c->opt.tls && !c->tls_ctx) {
+		rc = rhkv__tls_ctx(c);
+		if (rc)
+			return rc;
+	}
 	rc = c->host[0] == '/' ? open_unix(c) : open_tcp(c);
+	if (rc == 0 && c->opt.tls)
+		rc = rhkv__tls_start(c);
 	if (rc == 0 && c->opt.password)
 		rc = authenticate(c);
 	return rc;
 }
 
+void rhkv__disconnect(rhkv *c)
+{
+	rhkv__tls_end(c, false);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->roff = c->rlen = 0;
+	c->item_max = 0;
+}
+
 int rhkv_connect(rhkv **out, const char *host, int port,
 		 const struct rhkv_options *o)
 {
+	const char *why = NULL;
 	rhkv *c;
+	int rc = 0;
 
 	if (!out)
 		return RHKV_EINVAL;
@@ -199,22 +258,30 @@ int rhkv_connect(rhkv **out, const char *host, int port,
 	proto_bin_decoder_init(&c->dec);
 	*out = c;
 	if (o)
-		c->opt = *o;
+		rc = rhkv__options_copy(&c->opt, o);
 	else
 		rhkv_options_init(&c->opt);
-	c->opt.password = NULL;
 	c->port = port;
 	c->host = host ? strdup(host) : NULL;
 	c->rbuf = malloc(RHKV__RBUF_INIT);
 	c->rcap = RHKV__RBUF_INIT;
-	if (!c->rbuf || !c->dec.ready || (host && !c->host) ||
-	    (o && o->password && !(c->opt.password = strdup(o->password))))
-		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
-	if (!host || !*host || port < 0 || port > 65535 ||
-	    c->opt.connect_timeout_ms < 0 || c->opt.io_timeout_ms < 0) {
+	if (rc || !c->rbuf || !c->dec.ready || (host && !c->host)) {
+		/* a CA file or password not copied must not connect without */
 		free(c->host);
 		c->host = NULL; /* every call then fails with EINVAL */
-		return rhkv__fail(c, RHKV_EINVAL, "bad host, port or timeout");
+		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
+	}
+	if (!host || !*host || port < 0 || port > 65535 ||
+	    c->opt.connect_timeout_ms < 0 || c->opt.io_timeout_ms < 0)
+		why = "bad host, port or timeout";
+	/* a unix socket has no name to check the certificate against */
+	else if (c->opt.tls && host[0] == '/' && !c->opt.tls_server_name &&
+		 !c->opt.tls_insecure)
+		why = "TLS over a unix socket needs tls_server_name";
+	if (why) {
+		free(c->host);
+		c->host = NULL; /* every call then fails with EINVAL */
+		return rhkv__fail(c, RHKV_EINVAL, "%s", why);
 	}
 	return rhkv__ensure(c);
 }
@@ -223,12 +290,13 @@ void rhkv_close(rhkv *c)
 {
 	if (!c)
 		return;
-	if (c->fd >= 0)
-		close(c->fd);
+	rhkv__tls_end(c, c->fd >= 0);
+	rhkv__disconnect(c);
+	SSL_CTX_free(c->tls_ctx);
 	msgpack_sbuffer_destroy(&c->sb);
 	proto_bin_decoder_destroy(&c->dec);
 	free(c->rbuf);
 	free(c->host);
-	free((char *)c->opt.password);
+	rhkv__options_free(&c->opt);
 	free(c);
 }

@@ -6,7 +6,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <unistd.h>
 
 const char *rhkv_strerror(int err)
 {
@@ -41,6 +40,8 @@ const char *rhkv_strerror(int err)
 		return "buffer too small";
 	case RHKV_EAUTH:
 		return "authentication failed";
+	case RHKV_ETLS:
+		return "TLS failed";
 	default:
 		return "unknown error";
 	}
@@ -73,11 +74,7 @@ int rhkv__drop(rhkv *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	c->roff = c->rlen = 0;
-	c->item_max = 0;
+	rhkv__disconnect(c);
 	va_start(ap, fmt);
 	vrecord(c, err, fmt, ap);
 	va_end(ap);

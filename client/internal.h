@@ -12,6 +12,7 @@
 #pragma GCC visibility pop
 
 #include <msgpack.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,10 +29,12 @@
 #define RHKV__ITEM_DEFAULT (1u << 20)
 
 struct rhkv {
-	int fd; /* -1: none; the next call connects */
+	int fd;	  /* -1: none; the next call connects */
+	SSL *ssl; /* with opt.tls, on fd (non-blocking then); else NULL */
+	SSL_CTX *tls_ctx; /* made at the first connect with opt.tls */
 	char *host;
 	int port;
-	struct rhkv_options opt; /* opt.password is our copy */
+	struct rhkv_options opt; /* its strings are our copies */
 	uint64_t next_id;
 	uint64_t item_max;  /* the server's item size limit; 0: not asked */
 	msgpack_sbuffer sb; /* the request of the current call */
@@ -43,6 +46,9 @@ struct rhkv {
 };
 
 /* ---- errors (error.c) ---- */
+
+/* CLOCK_MONOTONIC in milliseconds (io.c). */
+long long rhkv__now_ms(void);
 
 /* Records the failure in c's errstr and returns err. */
 int rhkv__fail(rhkv *c, int err, const char *fmt, ...)
@@ -105,6 +111,39 @@ int rhkv__check_size(rhkv *c, size_t vlen);
 
 /* Connects when c has no connection. 0 or RHKV_E*. */
 int rhkv__ensure(rhkv *c);
+/* Closes c's connection, if any, without a word to the server: the next
+ * call connects again. */
+void rhkv__disconnect(rhkv *c);
+
+/* *dst = *src with copies of src's strings. 0, or RHKV_ENOMEM; either way
+ * dst's strings are NULL or copies, for rhkv__options_free(). */
+int rhkv__options_copy(struct rhkv_options *dst,
+		       const struct rhkv_options *src);
+void rhkv__options_free(struct rhkv_options *o);
+
+/* ---- TLS (tls.c): c->ssl on c->fd, made by rhkv__tls_start ---- */
+
+/* Makes c->tls_ctx from c->opt (the CAs, the client certificate). 0, or
+ * RHKV_ETLS (a file that does not load) or RHKV_ENOMEM. */
+int rhkv__tls_ctx(rhkv *c);
+/* The handshake on the just connected, non-blocking c->fd, within the
+ * connect timeout; checks the server's certificate unless tls_insecure.
+ * 0, or RHKV_ETLS (verification or handshake failed), RHKV_ETIMEDOUT or
+ * RHKV_ECONN with the connection dropped. */
+int rhkv__tls_start(rhkv *c);
+/* One SSL_read_ex / SSL_write_ex: 0 with *n bytes moved, or, when *n is
+ * 0, to be retried once c->fd reports *want (POLLIN or POLLOUT). Else the
+ * failure, the connection dropped: RHKV_ECONN (lost or closed) or
+ * RHKV_ETLS (a TLS error or alert; errstr says which). A write that moved
+ * nothing is retried with the same bytes. */
+int rhkv__tls_read(rhkv *c, void *buf, size_t cap, size_t *n, short *want);
+int rhkv__tls_write(rhkv *c, const void *buf, size_t len, size_t *n,
+		    short *want);
+/* Decrypted bytes wait in c->ssl: poll() would not report them. */
+bool rhkv__tls_pending(const rhkv *c);
+/* Frees c->ssl (when any); notify: sends close_notify first (a healthy
+ * connection closed on purpose). */
+void rhkv__tls_end(rhkv *c, bool notify);
 
 /* ---- exchanging frames (io.c) ---- */
 

@@ -3,7 +3,9 @@
  * replies in order, under one deadline. The common call costs one send()
  * and one recv(): the socket is blocking with SO_RCVTIMEO set to the I/O
  * timeout, sends use MSG_DONTWAIT, and poll() is only used once a call has
- * had to wait (a full socket, or a reply in several pieces).
+ * had to wait (a full socket, or a reply in several pieces). Over TLS the
+ * socket is non-blocking and every wait is a poll() for the event that
+ * OpenSSL asks for (a read may need to write, and a write to read).
  */
 #include "internal.h"
 
@@ -14,7 +16,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-static long long now_ms(void)
+long long rhkv__now_ms(void)
 {
 	struct timespec ts;
 
@@ -27,6 +29,7 @@ struct xfer {
 	long long deadline; /* 0: none */
 	uint64_t first_id;
 	size_t n, done; /* replies expected, replies handled */
+	short want;	/* TLS: the event the last read waits for */
 	rhkv__reply_fn fn;
 	void *ctx;
 };
@@ -118,7 +121,7 @@ static int wait_fd(struct xfer *x, short events, short *revents)
 		int ms = -1, r;
 
 		if (x->deadline) {
-			long long l = x->deadline - now_ms();
+			long long l = x->deadline - rhkv__now_ms();
 
 			if (l <= 0)
 				return rhkv__drop(c, RHKV_ETIMEDOUT,
@@ -151,6 +154,15 @@ static int read_some(struct xfer *x, bool blocking)
 
 	if (rc)
 		return rc;
+	if (c->ssl) {
+		size_t n;
+
+		x->want = POLLIN;
+		rc = rhkv__tls_read(c, c->rbuf + c->rlen, c->rcap - c->rlen, &n,
+				    &x->want);
+		c->rlen += n;
+		return rc == 0 && n > 0 ? consume(x) : rc;
+	}
 	got = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen,
 		   blocking ? 0 : MSG_DONTWAIT);
 	if (got > 0) {
@@ -161,7 +173,7 @@ static int read_some(struct xfer *x, bool blocking)
 		return rhkv__drop(c, RHKV_ECONN,
 				  "the server closed the connection");
 	if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
-		if (x->deadline && now_ms() >= x->deadline)
+		if (x->deadline && rhkv__now_ms() >= x->deadline)
 			return rhkv__drop(c, RHKV_ETIMEDOUT,
 					  "no reply within %d ms",
 					  c->opt.io_timeout_ms);
@@ -178,9 +190,23 @@ static int send_all(struct xfer *x, const char *out, size_t len, bool *waited)
 	int rc;
 
 	while (sent < len) {
-		ssize_t w = send(c->fd, out + sent, len - sent,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		short want = POLLOUT;
+		ssize_t w;
 
+		if (c->ssl) {
+			size_t n;
+
+			rc = rhkv__tls_write(c, out + sent, len - sent, &n,
+					     &want);
+			if (rc)
+				return rc;
+			w = (ssize_t)n;
+			if (w == 0)
+				errno = EAGAIN;
+		} else {
+			w = send(c->fd, out + sent, len - sent,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
 		if (w > 0) {
 			sent += (size_t)w;
 			continue;
@@ -193,7 +219,7 @@ static int send_all(struct xfer *x, const char *out, size_t len, bool *waited)
 		/* full: wait for room, reading replies meanwhile so that a
 		 * server that stops reading until they drain goes on */
 		*waited = true;
-		rc = wait_fd(x, POLLOUT | POLLIN, &rev);
+		rc = wait_fd(x, want | POLLIN, &rev);
 		if (rc == 0 && (rev & POLLIN))
 			rc = read_some(x, false);
 		if (rc)
@@ -205,15 +231,19 @@ static int send_all(struct xfer *x, const char *out, size_t len, bool *waited)
 int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
 		   size_t n, rhkv__reply_fn fn, void *ctx)
 {
-	struct xfer x = {
-		.c = c, .first_id = first_id, .n = n, .fn = fn, .ctx = ctx
-	};
-	bool waited = false;
+	struct xfer x = { .c = c,
+			  .first_id = first_id,
+			  .n = n,
+			  .want = POLLIN,
+			  .fn = fn,
+			  .ctx = ctx };
+	/* over TLS the first read does not block: it polls like the rest */
+	bool waited = c->ssl != NULL;
 	short rev;
 	int rc;
 
 	if (c->opt.io_timeout_ms > 0)
-		x.deadline = now_ms() + c->opt.io_timeout_ms;
+		x.deadline = rhkv__now_ms() + c->opt.io_timeout_ms;
 	rc = send_all(&x, out, len, &waited);
 	while (rc == 0 && x.done < n) {
 		if (!waited) {
@@ -222,7 +252,8 @@ int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
 			rc = read_some(&x, true);
 			continue;
 		}
-		rc = wait_fd(&x, POLLIN, &rev);
+		/* bytes OpenSSL has already read would wait for poll() */
+		rc = rhkv__tls_pending(c) ? 0 : wait_fd(&x, x.want, &rev);
 		if (rc == 0)
 			rc = read_some(&x, false);
 	}

@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* What a single call brings back. */
 struct one {
@@ -335,10 +334,7 @@ int rhkv_quit(rhkv *c)
 	struct rhkv__req r = { .op = PROTO_OP_QUIT };
 	int rc = simple(c, &r);
 
-	if (c && c->fd >= 0) { /* the server closes: so do we */
-		close(c->fd);
-		c->fd = -1;
-		c->roff = c->rlen = 0;
-	}
+	if (c) /* the server closes: so do we */
+		rhkv__disconnect(c);
 	return rc;
 }

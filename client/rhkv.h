@@ -18,7 +18,8 @@
  * (RHKV_ETIMEDOUT); the handle then drops it and the next call connects
  * again. A command is never sent twice on its own: after RHKV_ECONN or
  * RHKV_ETIMEDOUT the caller cannot know whether a write took effect, and
- * decides whether to repeat it.
+ * decides whether to repeat it. With TLS (struct rhkv_options), a server
+ * whose certificate does not verify is refused with RHKV_ETLS.
  */
 #ifndef RHKV_H
 #define RHKV_H
@@ -49,6 +50,7 @@ enum rhkv_error {
 	RHKV_EINVAL = -12,	/* a bad argument */
 	RHKV_ERANGE = -13,	/* rhkv_get_into: the buffer is too small */
 	RHKV_EAUTH = -14,	/* authentication required or refused */
+	RHKV_ETLS = -15,	/* TLS failed: certificate not verified, ... */
 };
 
 typedef struct rhkv rhkv;
@@ -58,6 +60,30 @@ struct rhkv_options {
 	int io_timeout_ms;	/* per call, default 1000; 0: forever */
 	int nodelay;		/* TCP_NODELAY, default 1 */
 	const char *password;	/* sent with AUTH after connecting; NULL */
+
+	/*
+	 * TLS (OpenSSL, TLS 1.2 at least). The handshake is part of every
+	 * connect and reconnect, within connect_timeout_ms. The server's
+	 * certificate must verify (its chain against the CA, its name against
+	 * tls_server_name) or the connection is refused with RHKV_ETLS and
+	 * rhkv_errstr() saying why. Strings are copied by rhkv_connect();
+	 * files are PEM and read at the first connect.
+	 */
+	int tls;		     /* 1: speak TLS; default 0 */
+	const char *tls_ca_file;     /* CAs to trust; NULL: the system's */
+	const char *tls_cert_file;   /* a certificate (chain) to present
+					when the server asks; NULL: none */
+	const char *tls_key_file;    /* its private key; NULL: in
+					tls_cert_file */
+	const char *tls_server_name; /* the name checked in the server's
+					certificate and sent as SNI; NULL:
+					the host of rhkv_connect() (an IP
+					address is checked against the
+					certificate's IP addresses, and no SNI
+					is sent); needed over a unix socket */
+	int tls_insecure;	     /* 1: accept any certificate (tests
+					only: anyone on the path can read and
+					change the traffic); default 0 */
 };
 
 /* Fills o with the defaults. */
@@ -352,7 +378,8 @@ void rhkv_scan_end(rhkv_scan_iter *it);
  * will put the same key on different servers.
  *
  * Failures: a server that cannot be connected, or on which a call of the
- * cluster fails with RHKV_ECONN or RHKV_ETIMEDOUT, is marked dead for the
+ * cluster fails with RHKV_ECONN, RHKV_ETIMEDOUT or RHKV_ETLS, is marked
+ * dead for the
  * retry interval (default 2000 ms). While dead its points are skipped (the
  * key goes to the next point clockwise that belongs to a live server), so
  * only its keys move, and only while it is dead; the ring is never rebuilt
@@ -373,7 +400,10 @@ enum rhkv_ketama {
 };
 
 /* An empty cluster; o (may be NULL: defaults) applies to every server's
- * handle (copied, password included). 0, RHKV_EINVAL or RHKV_ENOMEM. */
+ * handle (copied, password and TLS settings included; with TLS each
+ * server's certificate is checked against the host it was added with,
+ * unless tls_server_name names one for all). 0, RHKV_EINVAL or
+ * RHKV_ENOMEM. */
 int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o);
 /* Adds host:port with weight (0 counts as 1, as in libmemcached); nothing
  * connects until a key picks it. Adding a server moves about 1/n of the
@@ -393,8 +423,8 @@ int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode);
  * the error to rhkv_cluster_failed() so that a lost server is skipped.
  */
 rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen);
-/* Marks c's server dead for the retry interval when err is RHKV_ECONN or
- * RHKV_ETIMEDOUT; other errors (and handles not of cl) are ignored. */
+/* Marks c's server dead for the retry interval when err is RHKV_ECONN,
+ * RHKV_ETIMEDOUT or RHKV_ETLS; other errors (and handles not of cl) are ignored. */
 void rhkv_cluster_failed(rhkv_cluster *cl, rhkv *c, int err);
 /* The server that owns key now (skipping dead ones), without connecting:
  * its host into host[cap] and its port into *port (either may be NULL

@@ -9,7 +9,10 @@
 # Environment (each optional): RHKV_LISTEN (default 0.0.0.0), RHKV_PORT,
 # RHKV_MEMORY (MiB), RHKV_THREADS, RHKV_CONN_LIMIT, RHKV_MAX_ITEM_SIZE,
 # RHKV_IDLE_TIMEOUT, RHKV_METRICS_PORT, RHKV_VERBOSE=1|2,
-# RHKV_NO_PROTECTED_MODE=1, and RHKV_AUTH_FILE (read by rhkvd itself).
+# RHKV_NO_PROTECTED_MODE=1, RHKV_AUTH_FILE (read by rhkvd itself), and
+# for TLS RHKV_TLS_PORT, RHKV_TLS_CERT, RHKV_TLS_KEY, RHKV_TLS_CA,
+# RHKV_TLS_VERIFY, RHKV_TLS_MIN_VERSION, RHKV_TLS_CIPHERS,
+# RHKV_TLS_CIPHERSUITES, RHKV_TLS_HANDSHAKE_TIMEOUT, RHKV_TLS_KTLS=1.
 # Listening on 0.0.0.0 needs a password (RHKV_AUTH_FILE) or the explicit
 # opt-out RHKV_NO_PROTECTED_MODE=1: rhkvd refuses to start otherwise.
 set -eu
@@ -47,5 +50,22 @@ case ${RHKV_VERBOSE:-} in
 esac
 case ${RHKV_NO_PROTECTED_MODE:-} in
 1 | yes | true) set -- --no-protected-mode "$@" ;;
+esac
+# TLS: each RHKV_TLS_* variable is the --tls-* flag of the same name.
+[ -n "${RHKV_TLS_PORT:-}" ] && set -- --tls-port "$RHKV_TLS_PORT" "$@"
+[ -n "${RHKV_TLS_CERT:-}" ] && set -- --tls-cert "$RHKV_TLS_CERT" "$@"
+[ -n "${RHKV_TLS_KEY:-}" ] && set -- --tls-key "$RHKV_TLS_KEY" "$@"
+[ -n "${RHKV_TLS_CA:-}" ] && set -- --tls-ca "$RHKV_TLS_CA" "$@"
+[ -n "${RHKV_TLS_VERIFY:-}" ] && set -- --tls-verify "$RHKV_TLS_VERIFY" "$@"
+[ -n "${RHKV_TLS_MIN_VERSION:-}" ] &&
+	set -- --tls-min-version "$RHKV_TLS_MIN_VERSION" "$@"
+[ -n "${RHKV_TLS_CIPHERS:-}" ] &&
+	set -- --tls-ciphers "$RHKV_TLS_CIPHERS" "$@"
+[ -n "${RHKV_TLS_CIPHERSUITES:-}" ] &&
+	set -- --tls-ciphersuites "$RHKV_TLS_CIPHERSUITES" "$@"
+[ -n "${RHKV_TLS_HANDSHAKE_TIMEOUT:-}" ] &&
+	set -- --tls-handshake-timeout "$RHKV_TLS_HANDSHAKE_TIMEOUT" "$@"
+case ${RHKV_TLS_KTLS:-} in
+1 | yes | true) set -- --tls-ktls "$@" ;;
 esac
 exec "$RHKVD" "$@"

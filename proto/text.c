@@ -347,6 +347,7 @@ static const struct {
 	{ "lru_crawler", PROTO_CMD_LRU_CRAWLER },
 	{ "watch", PROTO_CMD_WATCH },
 	{ "shutdown", PROTO_CMD_SHUTDOWN },
+	{ "refresh_certs", PROTO_CMD_REFRESH_CERTS },
 };
 
 /*
@@ -419,6 +420,10 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_watch(l, req);
 	case PROTO_CMD_SHUTDOWN:
 		return parse_shutdown(l, req);
+	case PROTO_CMD_REFRESH_CERTS:
+		/* memcached's: anything after it is ignored, but noreply. */
+		req->noreply = l->ntok > 1 && last_is_noreply(l);
+		break;
 	case PROTO_CMD_VERSION:
 	case PROTO_CMD_QUIT:
 		break;

@@ -52,6 +52,7 @@ enum proto_cmd {
 	PROTO_CMD_LRU_CRAWLER,
 	PROTO_CMD_WATCH,
 	PROTO_CMD_SHUTDOWN,
+	PROTO_CMD_REFRESH_CERTS, /* [noreply]: reload the TLS certificate */
 };
 
 /* What `watch` streams (req->flags): memcached's words for them. */

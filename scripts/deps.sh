@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(
 	meson ninja-build pkg-config gcc clang-format clang libclang-rt-14-dev
 	libevent-dev liburcu-dev libmsgpack-dev libcriterion-dev libedit-dev
-	netcat-openbsd
+	libssl-dev openssl netcat-openbsd
 	memcached libmemcached-tools libmemcached-dev python3-pymemcache nutcracker
 	python3-memcache php-cli php-memcached libcache-memcached-fast-perl
 	ruby ruby-dalli sasl2-bin libsasl2-modules

@@ -16,6 +16,7 @@
 #include "protocol.h"
 #include "proto/text.h"
 #include "server.h"
+#include "tls.h"
 
 #define REPLY(c) (&(c)->proto->reply)
 
@@ -504,6 +505,27 @@ static void exec_shutdown(struct conn *c, const struct request *r)
 	kill(getpid(), SIGTERM);
 }
 
+/* refresh_certs, memcached's command: the TLS certificate and key are
+ * read again for new connections (tls.h); a bad file keeps the old. */
+static void exec_refresh_certs(struct conn *c, const struct request *r)
+{
+	static _Thread_local char msg[600];
+	struct server *srv = c->w->srv;
+	const char *err;
+
+	if (!srv->tls) {
+		say(c, r, REPLY_ERROR, "ERROR TLS is not enabled (--tls-port)");
+		return;
+	}
+	err = tls_reload(srv->tls, &srv->cfg);
+	if (!err) {
+		say(c, r, REPLY_OK, NULL);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "ERROR %s", err);
+	say(c, r, REPLY_ERROR, msg);
+}
+
 static void exec_quit(struct conn *c, const struct request *r)
 {
 	REPLY(c)->status(c, r, REPLY_BYE, NULL);
@@ -547,6 +569,7 @@ static const struct {
 	[REQ_NOOP] = { exec_noop, LAT_other },
 	[REQ_LRU_CRAWLER] = { exec_lru_crawler, LAT_scan },
 	[REQ_WATCH] = { exec_watch, LAT_other },
+	[REQ_REFRESH_CERTS] = { exec_refresh_certs, LAT_other },
 	[REQ_MGET] = { cmd_mget, LAT_get },
 	[REQ_MSET] = { cmd_mset, LAT_set },
 	[REQ_MDELETE] = { cmd_mdelete, LAT_delete },

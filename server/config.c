@@ -98,7 +98,7 @@ static const char *show_flush_enabled(const struct config *cfg)
 
 static const struct opt options[] = {
 	OPTION("port", 'p', OPT_INT, "PORT",
-	       "TCP port; 0: no TCP listener (then -s is needed)",
+	       "TCP port; 0: no plain TCP listener (then -s or --tls-port)",
 	       RANGE(0, 65535), .def = 11311, AT(port), .stat = "tcpport",
 	       BAD("port", "not in 0..65535")),
 	OPTION("listen", 'l', OPT_LIST, "ADDR",
@@ -172,6 +172,39 @@ static const struct opt options[] = {
 	OPTION("disable-flush-all", 'F', OPT_FLAG, NULL, "refuse flush_all",
 	       AT(disable_flush_all), .stat = "flush_enabled",
 	       .show = show_flush_enabled),
+	OPTION("tls-port", 0, OPT_INT, "PORT",
+	       "also listen for TLS on PORT (needs --tls-cert, --tls-key); "
+	       "0: off",
+	       RANGE(0, 65535), .def = 0, AT(tls_port), .stat = "tls_port",
+	       BAD("TLS port", "not in 0..65535")),
+	OPTION("tls-cert", 0, OPT_STRING, "FILE",
+	       "the server's certificate chain, PEM", AT(tls_cert),
+	       .stat = "ssl_chain_cert"),
+	OPTION("tls-key", 0, OPT_STRING, "FILE", "its private key, PEM",
+	       AT(tls_key), .stat = "ssl_key"),
+	OPTION("tls-ca", 0, OPT_STRING, "FILE",
+	       "CA certificates that sign client certificates, PEM", AT(tls_ca),
+	       .stat = "ssl_ca_cert"),
+	OPTION("tls-verify", 0, OPT_STRING, "MODE",
+	       "client certificates: none, optional or require",
+	       .def_str = "none", AT(tls_verify), .stat = "ssl_verify_mode"),
+	OPTION("tls-min-version", 0, OPT_STRING, "V",
+	       "lowest TLS version accepted: 1.2 or 1.3", .def_str = "1.2",
+	       AT(tls_min_version), .stat = "ssl_min_version"),
+	OPTION("tls-ciphers", 0, OPT_STRING, "LIST",
+	       "TLS 1.2 cipher list (OpenSSL's syntax)", AT(tls_ciphers),
+	       .stat = "ssl_ciphers"),
+	OPTION("tls-ciphersuites", 0, OPT_STRING, "LIST",
+	       "TLS 1.3 cipher suites (OpenSSL's syntax)", AT(tls_ciphersuites),
+	       .stat = "ssl_ciphersuites"),
+	OPTION("tls-handshake-timeout", 0, OPT_INT, "SECS",
+	       "close a TLS connection whose handshake takes longer",
+	       RANGE(1, 3600), .def = 10, AT(tls_handshake_timeout),
+	       .stat = "ssl_handshake_timeout",
+	       BAD("TLS handshake timeout", "not in 1..3600 seconds")),
+	OPTION("tls-ktls", 0, OPT_FLAG, NULL,
+	       "let the kernel encrypt TLS records where it can (kTLS)",
+	       AT(tls_ktls), .stat = "ssl_ktls"),
 	OPTION("verbose", 'v', OPT_COUNT, NULL, "more logging (-vv: debug)",
 	       AT(verbose), .stat = "verbosity"),
 	OPTION("help", 'h', OPT_HELP, NULL, "this help"),
@@ -447,9 +480,10 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 /* What no single option says: rules across options. */
 static int check_combination(const struct config *cfg)
 {
-	if (cfg->port == 0 && !cfg->unix_socket) {
-		fprintf(stderr, "rhkvd: -p 0 turns TCP off and no unix socket "
-				"(-s PATH) is given: nothing to listen on\n");
+	if (cfg->port == 0 && !cfg->unix_socket && !cfg->tls_port) {
+		fprintf(stderr, "rhkvd: -p 0 turns TCP off and neither a unix "
+				"socket (-s PATH) nor --tls-port is given: "
+				"nothing to listen on\n");
 		return CONFIG_EXIT_USAGE;
 	}
 	/* memcached's rule and words (1.6.18, exit code 64 too). */
@@ -580,14 +614,54 @@ static bool is_loopback(const char *addr)
 	return false;
 }
 
+/* The TLS options make sense together (tls.c loads the files). */
+static int check_tls(const struct config *cfg)
+{
+	const char *why = NULL;
+
+	if (!cfg->tls_port)
+		return 0;
+	if (!cfg->tls_cert || !cfg->tls_key)
+		why = "--tls-port needs --tls-cert and --tls-key";
+	else if (strcmp(cfg->tls_verify, "none") &&
+		 strcmp(cfg->tls_verify, "optional") &&
+		 strcmp(cfg->tls_verify, "require"))
+		why = "--tls-verify is none, optional or require";
+	else if (strcmp(cfg->tls_verify, "none") && !cfg->tls_ca)
+		why = "--tls-verify optional or require needs --tls-ca";
+	else if (strcmp(cfg->tls_min_version, "1.2") &&
+		 strcmp(cfg->tls_min_version, "1.3"))
+		why = "--tls-min-version is 1.2 or 1.3";
+	else if (cfg->port && cfg->port == cfg->tls_port)
+		why = "--tls-port must differ from --port";
+	if (!why)
+		return 0;
+	fprintf(stderr, "rhkvd: %s\n", why);
+	return CONFIG_EXIT_USAGE;
+}
+
+/* Whether a non-loopback listener of this kind may run without a
+ * password: never for plain TCP; for TLS when every client must present a
+ * certificate that the configured CA signed. */
+static bool tls_guards_access(const struct config *cfg)
+{
+	return cfg->tls_port && cfg->tls_ca &&
+	       strcmp(cfg->tls_verify, "require") == 0;
+}
+
 int config_check_access(struct config *cfg)
 {
 	int rc;
 
+	if ((rc = check_tls(cfg)) != 0)
+		return rc;
 	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
 		return rc;
-	/* -p 0: no TCP listener, whatever -l says. */
-	if (cfg->password || cfg->no_protected_mode || cfg->port == 0)
+	if (cfg->password || cfg->no_protected_mode)
+		return 0;
+	/* -p 0: no plain TCP listener, whatever -l says; a TLS one needs no
+	 * password when it requires client certificates. */
+	if (cfg->port == 0 && (!cfg->tls_port || tls_guards_access(cfg)))
 		return 0;
 	for (int i = 0; i < cfg->nlisten; i++) {
 		if (is_loopback(cfg->listen[i]))
@@ -598,6 +672,8 @@ int config_check_access(struct config *cfg)
 			"mode).\n"
 			"  Set one: --auth-file FILE (or RHKV_AUTH_FILE=FILE), "
 			"the password on its first line;\n"
+			"  or serve it over TLS alone (-p 0 --tls-port) with "
+			"--tls-verify require and --tls-ca;\n"
 			"  or, on a network you trust, opt out with "
 			"--no-protected-mode.\n",
 			cfg->listen[i]);
@@ -689,5 +765,5 @@ void config_each(const struct config *cfg,
 	fn("lru_segmented", "no", arg);
 	fn("temp_lru", "no", arg);
 	fn("track_sizes", "no", arg);
-	fn("ssl_enabled", "no", arg);
+	fn("ssl_enabled", cfg->tls_port ? "yes" : "no", arg);
 }

@@ -46,6 +46,17 @@ struct config {
 	bool no_protected_mode; /* may listen beyond loopback without one */
 	bool enable_shutdown;	/* -A: the shutdown command stops the server */
 	bool disable_flush_all; /* -F: flush_all is refused */
+	/* TLS (tls.h): a listener on tls_port beside the plain one. */
+	int tls_port;		      /* 0: none */
+	const char *tls_cert;	      /* chain, PEM */
+	const char *tls_key;	      /* PEM */
+	const char *tls_ca;	      /* CAs for client certificates */
+	const char *tls_verify;	      /* none, optional, require */
+	const char *tls_min_version;  /* 1.2, 1.3 */
+	const char *tls_ciphers;      /* TLS 1.2 cipher list */
+	const char *tls_ciphersuites; /* TLS 1.3 suites */
+	int tls_handshake_timeout;    /* seconds */
+	bool tls_ktls;		      /* kernel TLS offload */
 };
 
 /* Exit code for bad usage (EX_USAGE). */

@@ -560,6 +560,11 @@ void conn_tick(struct conn *c, int64_t now)
 			conn_close(c);
 		return;
 	}
+	/* A TLS handshake has its own timeout, before any idle one. */
+	if (c->transport->expired && c->transport->expired(c, now)) {
+		conn_close(c);
+		return;
+	}
 	if (c->stalled_since && now - c->stalled_since >= cfg->stall_timeout) {
 		log_info("closing connection %d: output stalled %d s", c->fd,
 			 cfg->stall_timeout);

@@ -22,21 +22,22 @@
 #include "common/log.h"
 #include "conn.h"
 #include "server.h"
+#include "tls.h"
 
 #define EXIT_OS_ERROR 71 /* EX_OSERR, as memcached on a failed bind */
 
 static const char too_many[] = "ERROR Too many open connections\r\n";
 
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int socklen, void *arg)
+/* A new connection: a slot, then a worker (round-robin); tls says which
+ * listener it came from. */
+static void accepted(struct server *srv, evutil_socket_t fd,
+		     struct sockaddr *sa, bool tls)
 {
-	struct server *srv = arg;
 	int one = 1;
 
-	(void)l;
-	(void)socklen;
 	if (!conn_slot_take(srv)) {
-		/* Best effort, as memcached: the socket buffer is empty. */
+		/* Best effort, as memcached: the socket buffer is empty (a
+		 * TLS client reads it as a failed handshake). */
 		if (write(fd, too_many, sizeof(too_many) - 1) < 0)
 			log_debug("rejected connection: %s", strerror(errno));
 		close(fd);
@@ -44,10 +45,28 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	if (sa->sa_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	worker_hand_off(&srv->workers[srv->next_worker++ % srv->nworkers], fd);
+	worker_hand_off(&srv->workers[srv->next_worker++ % srv->nworkers], fd,
+			tls);
 }
 
-static int listen_tcp(struct server *srv, const char *addr)
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int socklen, void *arg)
+{
+	(void)l;
+	(void)socklen;
+	accepted(arg, fd, sa, false);
+}
+
+static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd,
+			  struct sockaddr *sa, int socklen, void *arg)
+{
+	(void)l;
+	(void)socklen;
+	accepted(arg, fd, sa, true);
+}
+
+/* A TCP listener on addr:port; TLS when tls. */
+static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 {
 	struct sockaddr_storage ss;
 	int len = sizeof(ss);
@@ -55,12 +74,13 @@ static int listen_tcp(struct server *srv, const char *addr)
 	struct evconnlistener *l;
 
 	snprintf(spec, sizeof(spec), strchr(addr, ':') ? "[%s]:%d" : "%s:%d",
-		 addr, srv->cfg.port);
+		 addr, port);
 	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len)) {
 		log_error("cannot parse listen address '%s'", addr);
 		return -1;
 	}
-	l = evconnlistener_new_bind(srv->base, on_accept, srv,
+	l = evconnlistener_new_bind(srv->base, tls ? on_accept_tls : on_accept,
+				    srv,
 				    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
 					    LEV_OPT_CLOSE_ON_EXEC,
 				    1024, (struct sockaddr *)&ss, len);
@@ -70,7 +90,7 @@ static int listen_tcp(struct server *srv, const char *addr)
 	}
 	srv->listen_fd[srv->nlisten_fd++] = evconnlistener_get_fd(l);
 	srv->listeners[srv->nlisteners++] = l;
-	log_info("listening on %s", spec);
+	log_info("listening on %s%s", spec, tls ? " (TLS)" : "");
 	return 0;
 }
 
@@ -137,11 +157,26 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(srv->base);
 }
 
+/* SIGHUP: the TLS certificate and key are read again (tls.h). */
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)sig;
+	(void)what;
+	if (srv->tls)
+		tls_reload(srv->tls, &srv->cfg);
+}
+
 static int start(struct server *srv)
 {
-	/* -p 0: no TCP (config_parse made sure a unix socket is given). */
+	/* -p 0: no plain TCP; --tls-port: a TLS listener on each address. */
 	for (int i = 0; srv->cfg.port && i < srv->cfg.nlisten; i++)
-		if (listen_tcp(srv, srv->cfg.listen[i]))
+		if (listen_tcp(srv, srv->cfg.listen[i], srv->cfg.port, false))
+			return EXIT_OS_ERROR;
+	for (int i = 0; srv->cfg.tls_port && i < srv->cfg.nlisten; i++)
+		if (listen_tcp(srv, srv->cfg.listen[i], srv->cfg.tls_port,
+			       true))
 			return EXIT_OS_ERROR;
 	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))
 		return EXIT_OS_ERROR;
@@ -151,8 +186,10 @@ static int start(struct server *srv)
 		return EXIT_OS_ERROR;
 	srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
 	srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
-	if (!srv->sigterm || !srv->sigint || event_add(srv->sigterm, NULL) ||
-	    event_add(srv->sigint, NULL) || workers_start(srv)) {
+	srv->sighup = evsignal_new(srv->base, SIGHUP, on_sighup, srv);
+	if (!srv->sigterm || !srv->sigint || !srv->sighup ||
+	    event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL) ||
+	    event_add(srv->sighup, NULL) || workers_start(srv)) {
 		log_error("cannot start: out of resources");
 		return EXIT_OS_ERROR;
 	}
@@ -179,6 +216,8 @@ static void stop(struct server *srv)
 		event_free(srv->sigterm);
 	if (srv->sigint)
 		event_free(srv->sigint);
+	if (srv->sighup)
+		event_free(srv->sighup);
 }
 
 int main(int argc, char **argv)
@@ -211,9 +250,14 @@ int main(int argc, char **argv)
 		log_error("out of memory at start-up");
 		return EXIT_OS_ERROR;
 	}
+	/* The files are read before privileges are dropped; a reload reads
+	 * them as the user -u names. */
+	if (srv.cfg.tls_port && !(srv.tls = tls_create(&srv.cfg)))
+		return CONFIG_EXIT_USAGE;
 	rc = start(&srv);
 	stop(&srv);
 	cache_destroy(srv.cache);
+	tls_destroy(srv.tls);
 	event_base_free(srv.base);
 	stats_detail_free(&srv);
 	watch_hub_destroy(&srv.watch);

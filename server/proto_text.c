@@ -73,6 +73,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_LRU_CRAWLER] = REQ_LRU_CRAWLER,
 	[PROTO_CMD_WATCH] = REQ_WATCH,
 	[PROTO_CMD_SHUTDOWN] = REQ_SHUTDOWN,
+	[PROTO_CMD_REFRESH_CERTS] = REQ_REFRESH_CERTS,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)

@@ -45,8 +45,9 @@ enum req_cmd {
 	REQ_SHUTDOWN,	/* arg: the mode ("" or "graceful": both stop alike) */
 	REQ_AUTH_MECHS, /* which auth mechanisms: OK, or no password */
 	REQ_NOOP,
-	REQ_LRU_CRAWLER, /* text only: metadump, crawl */
-	REQ_WATCH,	 /* text only */
+	REQ_LRU_CRAWLER,   /* text only: metadump, crawl */
+	REQ_WATCH,	   /* text only */
+	REQ_REFRESH_CERTS, /* text only: reload the TLS certificate */
 	/* memcached's meta commands (r->meta says how): get, set, delete,
 	 * arithmetic, and the item's debug line. The text protocol spells
 	 * them mg, ms, md, ma, me; rhkv's msgpack protocol has its own ops. */

@@ -22,8 +22,17 @@ struct evhttp;
 
 struct fd_node {
 	int fd;
+	bool tls; /* from the TLS listener */
 	struct fd_node *next;
 };
+
+/* The worker loop's event priorities (0 runs first): TLS handshakes wait
+ * behind everything else, and the loop runs at most WORKER_HANDSHAKE_BATCH
+ * of their callbacks before it looks for other events again. */
+#define WORKER_PRIORITIES      3
+#define WORKER_PRIO_NORMAL     1 /* libevent's default with 3 */
+#define WORKER_PRIO_HANDSHAKE  2
+#define WORKER_HANDSHAKE_BATCH 32
 
 struct worker {
 	struct server *srv;
@@ -52,11 +61,11 @@ struct server {
 	unsigned int nworkers;
 	unsigned int next_worker;
 	struct event_base *base; /* listeners and signals */
-	struct evconnlistener *listeners[CONFIG_MAX_LISTEN + 1];
+	struct evconnlistener *listeners[2 * CONFIG_MAX_LISTEN + 1];
 	int nlisteners;
 	/* Their fds, for `stats conns` on any thread: set before the workers
 	 * start and never changed (stop() frees the listeners, not these). */
-	int listen_fd[CONFIG_MAX_LISTEN + 1];
+	int listen_fd[2 * CONFIG_MAX_LISTEN + 1];
 	int nlisten_fd;
 	struct event *sigterm, *sigint;
 	int64_t started;
@@ -74,6 +83,8 @@ struct server {
 	_Atomic bool detail_on;
 	struct stats_detail *_Atomic detail;
 	struct watch_hub watch; /* `watch` connections */
+	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
+	struct event *sighup;	/* reloads the TLS certificate */
 };
 
 /* `stats detail` counting, when on (one relaxed load when off). */
@@ -98,7 +109,7 @@ void metrics_stop(struct server *srv);
 
 /* Worker threads (worker.c). */
 int workers_start(struct server *srv);
-void worker_hand_off(struct worker *w, int fd);
+void worker_hand_off(struct worker *w, int fd, bool tls);
 void workers_stop(struct server *srv);
 
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "tls.h"
 #include "proto/text.h"
 #include "server.h"
 #include "stats_internal.h"
@@ -202,6 +203,15 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	stats__put_u(k, STATS_COUNTER, "total_connections",
 		     "Client connections accepted",
 		     atomic_load(&srv->total_conns));
+	stats__put_u(k, STATS_GAUGE, "tls_connections",
+		     "TLS client connections open (handshaking included)",
+		     srv->tls ? (uint64_t)atomic_load(&srv->tls->connections)
+			      : 0);
+	stats__put_u(k, STATS_GAUGE, "time_since_server_cert_refresh",
+		     "Seconds since the TLS certificate was last loaded",
+		     srv->tls ? (uint64_t)(cache_now() -
+					   atomic_load(&srv->tls->refreshed))
+			      : 0);
 	stats__put_u(
 		k, STATS_COUNTER, "rejected_connections",
 		"Client connections closed at once: max_connections were open",

@@ -64,7 +64,12 @@
 	  "Authentication attempts with a wrong password")                    \
 	X(conn_yields, COUNTER,                                               \
 	  "Times a connection stopped executing its pipelined requests "      \
-	  "until its replies drained (output past --output-limit)")
+	  "until its replies drained (output past --output-limit)")           \
+	X(ssl_handshake_errors, COUNTER,                                      \
+	  "TLS handshakes that failed or timed out")                          \
+	X(tls_handshakes, COUNTER, "TLS handshakes completed")                \
+	X(tls_resumed, COUNTER,                                               \
+	  "TLS handshakes completed by resuming a session")
 
 struct thread_stats {
 #define STATS_FIELD(name, type, help) _Atomic unsigned long name;

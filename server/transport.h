@@ -1,9 +1,9 @@
 /*
  * How a connection's bytes come and go: a small table of operations, so
- * that the batch loop (conn.c) never asks what is underneath. Two
+ * that the batch loop (conn.c) never asks what is underneath. Three
  * transports exist: a non-blocking socket on the worker's event loop
- * (transport_socket.c) and an in-memory pair of buffers for tests and
- * fuzzing (transport_memory.c). A transport keeps its own state behind
+ * (transport_socket.c), TLS over such a socket (transport_tls.c), and an
+ * in-memory pair of buffers for tests and fuzzing (transport_memory.c). A transport keeps its own state behind
  * c->tstate and runs on the connection's worker thread only.
  *
  * A read or write that cannot progress says what it waits for: a socket
@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct conn;
@@ -46,10 +47,29 @@ struct transport {
 	/* Releases the transport's state, also after a failed open, and
 	 * closes the fd; the last call on c. */
 	void (*close)(struct conn *c);
+	/* Whether the transport gives up on the connection by now (a TLS
+	 * handshake past its timeout); NULL: never. */
+	bool (*expired)(struct conn *c, int64_t now);
 };
 
 extern const struct transport transport_socket;
 extern const struct transport transport_memory;
+extern const struct transport transport_tls;
+
+/*
+ * A socket's events on the worker's loop, one persistent event per
+ * direction, added exactly while wanted; the socket and TLS transports'
+ * state starts with it. init makes the events (0, or -1 out of memory);
+ * wait adds and removes them; free releases them (not the fd).
+ */
+struct event;
+struct socket_events {
+	struct event *rev, *wev;
+	bool reading, writing; /* the events are added */
+};
+int socket_events_init(struct conn *c, struct socket_events *s);
+void socket_events_wait(struct socket_events *s, bool readable, bool writable);
+void socket_events_free(struct socket_events *s);
 
 /*
  * A connection over a connected non-blocking socket, which it takes over
@@ -57,6 +77,9 @@ extern const struct transport transport_memory;
  * connection slot (conn_slot_take), which the connection now owns.
  */
 struct conn *conn_new_socket(struct worker *w, int fd);
+/* The same over TLS (transport_tls.c): the server side of a handshake
+ * first, with the context of the moment (tls.h). */
+struct conn *conn_new_tls(struct worker *w, int fd);
 
 /*
  * A connection over the in-memory transport: the whole state machine

@@ -1,7 +1,8 @@
 /*
  * The socket transport: a connected non-blocking socket on the worker's
  * event loop, with one persistent event per direction, added and removed
- * as the connection's wishes change.
+ * as the connection's wishes change. The TLS transport shares the events
+ * (socket_events_*).
  */
 #include "transport.h"
 
@@ -15,28 +16,29 @@
 #include "conn.h"
 #include "server.h"
 
-struct socket_state {
-	struct event *rev, *wev;
-	bool reading, writing; /* the events are added */
-};
-
 static void on_event(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	conn_ready(arg, what & EV_READ, what & EV_WRITE);
 }
 
+int socket_events_init(struct conn *c, struct socket_events *s)
+{
+	struct event_base *base = c->w->base;
+
+	s->rev = event_new(base, c->fd, EV_READ | EV_PERSIST, on_event, c);
+	s->wev = event_new(base, c->fd, EV_WRITE | EV_PERSIST, on_event, c);
+	return s->rev && s->wev ? 0 : -1;
+}
+
 static int sock_open(struct conn *c)
 {
-	struct socket_state *s = calloc(1, sizeof(*s));
-	struct event_base *base = c->w->base;
+	struct socket_events *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -1;
 	c->tstate = s;
-	s->rev = event_new(base, c->fd, EV_READ | EV_PERSIST, on_event, c);
-	s->wev = event_new(base, c->fd, EV_WRITE | EV_PERSIST, on_event, c);
-	return s->rev && s->wev ? 0 : -1;
+	return socket_events_init(c, s);
 }
 
 static ssize_t sock_read(struct conn *c, void *buf, size_t n)
@@ -74,23 +76,31 @@ static void set_event(struct event *ev, bool *added, bool on)
 	*added = on;
 }
 
-static void sock_wait(struct conn *c, bool readable, bool writable)
+void socket_events_wait(struct socket_events *s, bool readable, bool writable)
 {
-	struct socket_state *s = c->tstate;
-
 	set_event(s->rev, &s->reading, readable);
 	set_event(s->wev, &s->writing, writable);
 }
 
+void socket_events_free(struct socket_events *s)
+{
+	if (s->rev)
+		event_free(s->rev);
+	if (s->wev)
+		event_free(s->wev);
+}
+
+static void sock_wait(struct conn *c, bool readable, bool writable)
+{
+	socket_events_wait(c->tstate, readable, writable);
+}
+
 static void sock_close(struct conn *c)
 {
-	struct socket_state *s = c->tstate;
+	struct socket_events *s = c->tstate;
 
 	if (s) {
-		if (s->rev)
-			event_free(s->rev);
-		if (s->wev)
-			event_free(s->wev);
+		socket_events_free(s);
 		free(s);
 		c->tstate = NULL;
 	}

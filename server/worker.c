@@ -50,6 +50,8 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 		if (stop) {
 			close(list->fd);
 			conn_slot_give(w->srv);
+		} else if (list->tls) {
+			conn_new_tls(w, list->fd);
 		} else {
 			conn_new_socket(w, list->fd);
 		}
@@ -66,6 +68,27 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	worker_check_done(w);
+}
+
+/* A worker's loop: with priorities, so that TLS handshakes wait behind
+ * established connections, and a bound on how many handshake callbacks
+ * run before the loop looks for those again (server.h). */
+static struct event_base *worker_base(void)
+{
+	struct event_config *ec = event_config_new();
+	struct event_base *base;
+
+	if (!ec)
+		return NULL;
+	event_config_set_max_dispatch_interval(ec, NULL, WORKER_HANDSHAKE_BATCH,
+					       WORKER_PRIO_HANDSHAKE);
+	base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	if (base && event_base_priority_init(base, WORKER_PRIORITIES)) {
+		event_base_free(base);
+		return NULL;
+	}
+	return base;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -103,7 +126,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 	w->id = id;
 	pthread_mutex_init(&w->lock, NULL);
 	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
-	w->base = event_base_new();
+	w->base = worker_base();
 	if (!w->lat || !w->base)
 		return -1;
 	w->notify = event_new(w->base, -1, EV_PERSIST, on_notify, w);
@@ -146,7 +169,7 @@ int workers_start(struct server *srv)
 	return 0;
 }
 
-void worker_hand_off(struct worker *w, int fd)
+void worker_hand_off(struct worker *w, int fd, bool tls)
 {
 	struct fd_node *node = malloc(sizeof(*node));
 
@@ -156,6 +179,7 @@ void worker_hand_off(struct worker *w, int fd)
 		return;
 	}
 	node->fd = fd;
+	node->tls = tls;
 	pthread_mutex_lock(&w->lock);
 	node->next = w->inbox;
 	w->inbox = node;

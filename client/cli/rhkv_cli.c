@@ -2,7 +2,8 @@
  * rhkv-cli: the command-line client of rhkvd, on librhkv's public API.
  *
  *   rhkv-cli [-h host] [-p port] [--timeout ms] [--raw] [--pattern GLOB]
- *            [command args...]
+ *            [--tls [--cacert FILE] [--cert FILE --key FILE]
+ *             [--servername NAME] [--insecure]] [command args...]
  *
  * With a command: runs it once and exits 0, or 1 after an error (on
  * stderr), or 64 for a usage error. Without one: an interactive prompt
@@ -95,6 +96,8 @@ static const char *code_name(int err)
 		return "RANGE";
 	case RHKV_EAUTH:
 		return "AUTH";
+	case RHKV_ETLS:
+		return "TLS";
 	default:
 		return "ERROR";
 	}
@@ -941,7 +944,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rhkv-cli [-h host] [-p port] [--timeout ms] [--raw]\n"
-		"                [--pattern GLOB] [command args...]\n"
+		"                [--pattern GLOB] [--tls [TLS options]] "
+		"[command args...]\n"
 		"\n"
 		"  -h, --host HOST     server address or name (default %s);\n"
 		"                      a path starting with / is a unix "
@@ -956,6 +960,20 @@ static void usage(FILE *f)
 		"first\n"
 		"                      line (default: $RHKV_AUTH_FILE, if "
 		"set)\n"
+		"      --tls           connect with TLS; the server's "
+		"certificate\n"
+		"                      must verify. With --tls only:\n"
+		"      --cacert FILE   trust the CAs in FILE (default: the "
+		"system's)\n"
+		"      --cert FILE     client certificate (chain), for servers "
+		"that ask\n"
+		"      --key FILE      its private key (default: in --cert's "
+		"FILE)\n"
+		"      --servername N  the name to verify and send as SNI "
+		"(default:\n"
+		"                      the host, when it is a name)\n"
+		"      --insecure      accept any server certificate (testing "
+		"only)\n"
 		"      --help          this text\n"
 		"      --version       rhkv-cli's version\n"
 		"\n"
@@ -1013,7 +1031,18 @@ static int parse_int_opt(const char *s, long min, long max, long *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_PATTERN = 256, OPT_HELP, OPT_VERSION, OPT_AUTH_FILE };
+	enum {
+		OPT_PATTERN = 256,
+		OPT_HELP,
+		OPT_VERSION,
+		OPT_AUTH_FILE,
+		OPT_TLS,
+		OPT_CACERT,
+		OPT_CERT,
+		OPT_KEY,
+		OPT_SERVERNAME,
+		OPT_INSECURE,
+	};
 	static const struct option longopts[] = {
 		{ "host", required_argument, NULL, 'h' },
 		{ "port", required_argument, NULL, 'p' },
@@ -1021,18 +1050,28 @@ int main(int argc, char **argv)
 		{ "raw", no_argument, NULL, 'r' },
 		{ "pattern", required_argument, NULL, OPT_PATTERN },
 		{ "auth-file", required_argument, NULL, OPT_AUTH_FILE },
+		{ "tls", no_argument, NULL, OPT_TLS },
+		{ "cacert", required_argument, NULL, OPT_CACERT },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "servername", required_argument, NULL, OPT_SERVERNAME },
+		{ "insecure", no_argument, NULL, OPT_INSECURE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli cl = { .host = DEFAULT_HOST, .port = DEFAULT_PORT };
 	const char *auth_file = getenv("RHKV_AUTH_FILE");
-	int opt, rc;
+	const char *tls_opt = NULL; /* a TLS option given, for its check */
+	/* where --cacert, --cert, --key and --servername go, in that order */
+	const char **tls_str[] = { &cl.o.tls_ca_file, &cl.o.tls_cert_file,
+				   &cl.o.tls_key_file, &cl.o.tls_server_name };
+	int opt, rc, li = 0;
 	long v;
 
 	rhkv_options_init(&cl.o);
 	/* '+': options end at the command, whose words may start with '-'. */
-	while ((opt = getopt_long(argc, argv, "+h:p:t:r", longopts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "+h:p:t:r", longopts, &li)) !=
 	       -1) {
 		switch (opt) {
 		case 'h':
@@ -1068,6 +1107,20 @@ int main(int argc, char **argv)
 		case OPT_PATTERN:
 			cl.pattern = optarg;
 			break;
+		case OPT_TLS:
+			cl.o.tls = 1;
+			break;
+		case OPT_CACERT:
+		case OPT_CERT:
+		case OPT_KEY:
+		case OPT_SERVERNAME:
+			*tls_str[opt - OPT_CACERT] = optarg;
+			tls_opt = longopts[li].name;
+			break;
+		case OPT_INSECURE:
+			cl.o.tls_insecure = 1;
+			tls_opt = longopts[li].name;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return 0;
@@ -1079,6 +1132,15 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return EX_USAGE_;
 		}
+	}
+	/* without --tls they would silently do nothing: plain TCP */
+	if (tls_opt && !cl.o.tls) {
+		fprintf(stderr, "rhkv-cli: --%s needs --tls\n", tls_opt);
+		return EX_USAGE_;
+	}
+	if (cl.o.tls_key_file && !cl.o.tls_cert_file) {
+		fprintf(stderr, "rhkv-cli: --key needs --cert\n");
+		return EX_USAGE_;
 	}
 	if (auth_file && *auth_file &&
 	    !(cl.o.password = read_password(auth_file)))

@@ -48,6 +48,11 @@ check listen-in-args '-l|127.0.0.1|-p|5|' -- -l 127.0.0.1 -p 5
 check listen-long '--listen=::1|' RHKV_LISTEN=10.0.0.1 -- --listen=::1
 check other-command 'hello' -- echo hello
 check empty-env-ignored '-l|0.0.0.0|' RHKV_PORT= RHKV_MEMORY= --
+check env-tls '--tls-ktls|--tls-handshake-timeout|5|--tls-ciphersuites|TLS_AES_128_GCM_SHA256|--tls-ciphers|HIGH|--tls-min-version|1.3|--tls-verify|require|--tls-ca|/t/ca|--tls-key|/t/k|--tls-cert|/t/c|--tls-port|11312|-p|0|-l|0.0.0.0|' \
+	RHKV_PORT=0 RHKV_TLS_PORT=11312 RHKV_TLS_CERT=/t/c RHKV_TLS_KEY=/t/k \
+	RHKV_TLS_CA=/t/ca RHKV_TLS_VERIFY=require RHKV_TLS_MIN_VERSION=1.3 \
+	RHKV_TLS_CIPHERS=HIGH RHKV_TLS_CIPHERSUITES=TLS_AES_128_GCM_SHA256 \
+	RHKV_TLS_HANDSHAKE_TIMEOUT=5 RHKV_TLS_KTLS=1 --
 
 # With the real rhkvd (when meson gives its path): 0.0.0.0 without a
 # password is refused (protected mode), with a message naming the fixes;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/ssl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -24,6 +25,108 @@
 #include <unistd.h>
 
 #define MAX_ARGS 64
+
+/* ---- TLS mode (RHKV_TEST_TLS) ---- */
+
+/* Servers started in TLS mode: plain port -> TLS port. */
+#define TLS_SERVERS 16
+static struct {
+	int port, tls_port;
+} tls_ports[TLS_SERVERS];
+static char tls_dir[64]; /* the throwaway certificate's folder */
+static char tls_cert[96], tls_key[96];
+
+static bool tls_mode(enum srv_kind kind)
+{
+	const char *v = getenv(H_ENV_TLS);
+
+	return kind == SRV_RHKVD && v && *v && strcmp(v, "0") != 0;
+}
+
+bool h_tls(void)
+{
+	return tls_mode(srv_kind_from_env());
+}
+
+static void tls_cleanup(void)
+{
+	unlink(tls_cert);
+	unlink(tls_key);
+	rmdir(tls_dir);
+}
+
+/* A self-signed certificate for this process's servers, made once. */
+static int tls_certificate(void)
+{
+	char cmd[512];
+
+	if (tls_dir[0])
+		return 0;
+	strcpy(tls_dir, "/tmp/rhkv-tls-XXXXXX");
+	if (!mkdtemp(tls_dir)) {
+		tls_dir[0] = '\0';
+		return -1;
+	}
+	snprintf(tls_cert, sizeof(tls_cert), "%s/cert.pem", tls_dir);
+	snprintf(tls_key, sizeof(tls_key), "%s/key.pem", tls_dir);
+	atexit(tls_cleanup);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt "
+		 "ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost "
+		 "-keyout %s -out %s >/dev/null 2>&1",
+		 tls_key, tls_cert);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "harness: openssl could not make a "
+				"certificate\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int tls_port_of(int port)
+{
+	for (int i = 0; i < TLS_SERVERS; i++)
+		if (tls_ports[i].port == port)
+			return tls_ports[i].tls_port;
+	return 0;
+}
+
+static void tls_remember(int port, int tls_port)
+{
+	for (int i = 0; i < TLS_SERVERS; i++)
+		if (!tls_ports[i].port || tls_ports[i].port == port) {
+			tls_ports[i].port = port;
+			tls_ports[i].tls_port = tls_port;
+			return;
+		}
+}
+
+/* The client side of a handshake on fd; NULL on failure. No certificate
+ * check: what is tested here is the server's behaviour, not trust. */
+static SSL *tls_connect(int fd)
+{
+	static SSL_CTX *ctx;
+	SSL *ssl;
+
+	if (!ctx) {
+		/* OpenSSL writes with write(), not send(MSG_NOSIGNAL): a
+		 * test that shuts down its side must not die of SIGPIPE. */
+		signal(SIGPIPE, SIG_IGN);
+		ctx = SSL_CTX_new(TLS_client_method());
+		if (!ctx)
+			return NULL;
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+		SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+	}
+	ssl = SSL_new(ctx);
+	if (!ssl)
+		return NULL;
+	if (SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
+}
 
 long long h_now_ms(void)
 {
@@ -93,7 +196,8 @@ static unsigned long parse_size(const char *s)
 
 /* Fills ARGV (static strings and the two buffers) for one start. */
 static int build_argv(const char **argv, enum srv_kind kind,
-		      const char *const *extra, char *portbuf, char *chunkbuf)
+		      const char *const *extra, char *portbuf, char *chunkbuf,
+		      const char *tlsportbuf)
 {
 	int n = 0;
 
@@ -110,6 +214,14 @@ static int build_argv(const char **argv, enum srv_kind kind,
 	argv[n++] = "127.0.0.1";
 	argv[n++] = "-t";
 	argv[n++] = "2";
+	if (tlsportbuf) {
+		argv[n++] = "--tls-port";
+		argv[n++] = tlsportbuf;
+		argv[n++] = "--tls-cert";
+		argv[n++] = tls_cert;
+		argv[n++] = "--tls-key";
+		argv[n++] = tls_key;
+	}
 	for (size_t i = 0; extra && extra[i]; i++) {
 		if (n >= MAX_ARGS - 3)
 			return -1;
@@ -194,10 +306,14 @@ static int wait_ready(struct srv *s)
 int srv_start(struct srv *s, const char *const *extra)
 {
 	const char *argv[MAX_ARGS];
-	char portbuf[16], chunkbuf[48];
+	char portbuf[16], chunkbuf[48], tlsportbuf[16];
+	bool tls;
 
 	memset(s, 0, sizeof(*s));
 	s->kind = srv_kind_from_env();
+	tls = tls_mode(s->kind);
+	if (tls && tls_certificate())
+		return -1;
 	for (int attempt = 0; attempt < 5; attempt++) {
 		pid_t parent = getpid();
 
@@ -205,7 +321,10 @@ int srv_start(struct srv *s, const char *const *extra)
 		if (s->port < 0)
 			continue;
 		snprintf(portbuf, sizeof(portbuf), "%d", s->port);
-		if (build_argv(argv, s->kind, extra, portbuf, chunkbuf) < 0) {
+		s->tls_port = tls ? free_port() : 0;
+		snprintf(tlsportbuf, sizeof(tlsportbuf), "%d", s->tls_port);
+		if (build_argv(argv, s->kind, extra, portbuf, chunkbuf,
+			       tls ? tlsportbuf : NULL) < 0) {
 			fprintf(stderr, "harness: too many server flags\n");
 			return -1;
 		}
@@ -218,6 +337,8 @@ int srv_start(struct srv *s, const char *const *extra)
 		}
 		if (s->pid == 0)
 			exec_child(argv, parent);
+		if (tls)
+			tls_remember(s->port, s->tls_port);
 		if (wait_ready(s) == 0)
 			return 0;
 		fprintf(stderr,
@@ -252,9 +373,13 @@ int srv_stop(struct srv *s)
 
 struct hconn *hc_open(int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)port) };
+	int tls_port = tls_port_of(port);
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)(tls_port ? tls_port : port))
+	};
 	struct hconn *c;
+	SSL *ssl = NULL;
 	int one = 1;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -269,12 +394,19 @@ struct hconn *hc_open(int port)
 		return NULL;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (tls_port && !(ssl = tls_connect(fd))) {
+		close(fd);
+		errno = ECONNREFUSED;
+		return NULL;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
+		SSL_free(ssl);
 		close(fd);
 		return NULL;
 	}
 	c->fd = fd;
+	c->tls = ssl;
 	return c;
 }
 
@@ -282,6 +414,7 @@ void hc_close(struct hconn **c)
 {
 	if (!*c)
 		return;
+	SSL_free((*c)->tls);
 	close((*c)->fd);
 	free(*c);
 	*c = NULL;
@@ -292,7 +425,18 @@ int hc_send(struct hconn *c, const void *p, size_t n)
 	const char *b = p;
 
 	while (n > 0) {
-		ssize_t w = send(c->fd, b, n, MSG_NOSIGNAL);
+		ssize_t w;
+
+		if (c->tls) {
+			size_t done = 0;
+
+			if (SSL_write_ex(c->tls, b, n, &done) != 1)
+				return -1;
+			b += done;
+			n -= done;
+			continue;
+		}
+		w = send(c->fd, b, n, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -351,11 +495,23 @@ static int fill(struct hconn *c, long long deadline)
 
 		if (left < 0)
 			left = 0;
-		r = poll(&pfd, 1, (int)left);
+		/* Bytes OpenSSL already decrypted raise no poll event. */
+		r = c->tls && SSL_pending(c->tls) > 0
+			    ? 1
+			    : poll(&pfd, 1, (int)left);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0)
 			return -1;
+		if (c->tls) {
+			size_t done = 0;
+
+			if (SSL_read_ex(c->tls, c->buf + c->len,
+					sizeof(c->buf) - c->len, &done) != 1)
+				return 0; /* closed, or broken */
+			c->len += done;
+			return 1;
+		}
 		ssize_t got = recv(c->fd, c->buf + c->len,
 				   sizeof(c->buf) - c->len, 0);
 		if (got < 0 && errno == EINTR)

@@ -23,6 +23,14 @@
  */
 #define H_ENV_SERVER	     "RHKV_TEST_SERVER"
 #define H_ENV_SERVER_DEFAULT "RHKV_TEST_SERVER_DEFAULT"
+/*
+ * RHKV_TEST_TLS=1 runs the same tests over TLS: an rhkvd also gets a TLS
+ * listener (a throwaway self-signed certificate, made with the openssl
+ * CLI), and hc_open() of its port connects there and does the handshake,
+ * so every hc_* call speaks TLS. Raw sockets a test opens itself still
+ * reach the plain port. memcached runs as without it.
+ */
+#define H_ENV_TLS "RHKV_TEST_TLS"
 
 enum srv_kind {
 	SRV_RHKVD,
@@ -33,6 +41,7 @@ struct srv {
 	enum srv_kind kind;
 	pid_t pid;	  /* 0 when not running */
 	int port;	  /* 127.0.0.1 port it listens on */
+	int tls_port;	  /* its TLS port under RHKV_TEST_TLS, else 0 */
 	char version[80]; /* its reply to "version", "\r\n" included;
 			     "" when it requires auth (--auth-file) */
 };
@@ -41,6 +50,9 @@ struct srv {
 #define H_TIMEOUT_MS 5000
 /* Size of a mismatch message (both sides escaped). */
 #define H_MSG_CAP 4096
+
+/* Whether hc_* connections speak TLS (RHKV_TEST_TLS, an rhkvd). */
+bool h_tls(void);
 
 /* The kind RHKV_TEST_SERVER names, without starting anything. */
 enum srv_kind srv_kind_from_env(void);
@@ -63,11 +75,13 @@ int srv_stop(struct srv *s);
 /* A client connection with its own read buffer. */
 struct hconn {
 	int fd;
+	void *tls; /* the OpenSSL connection (SSL *) in TLS mode, else NULL */
 	size_t off, len; /* unread bytes are buf[off .. len) */
 	char buf[16384];
 };
 
-/* Connects to 127.0.0.1:PORT (TCP_NODELAY); NULL with errno on failure. */
+/* Connects to 127.0.0.1:PORT (TCP_NODELAY), over TLS when PORT is a
+ * server's under RHKV_TEST_TLS; NULL with errno on failure. */
 struct hconn *hc_open(int port);
 /* Closes and frees *c, sets *c = NULL; NULL is fine. */
 void hc_close(struct hconn **c);

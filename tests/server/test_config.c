@@ -180,6 +180,53 @@ Test(config, combinations)
 	cr_assert_eq(config_check_access(&cfg), 0);
 }
 
+/* The TLS options go together, and protected mode lets a non-loopback
+ * TLS listener run without a password only when it requires client
+ * certificates from a configured CA, and no plain listener shares it. */
+Test(config, tls_options_and_protected_mode)
+{
+	cr_assert_eq(PARSE("--tls-port", "7"), 0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("--tls-port", "7", "--tls-cert", "c", "--tls-key",
+			   "k", "--tls-verify", "maybe"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("--tls-port", "7", "--tls-cert", "c", "--tls-key",
+			   "k", "--tls-verify", "require"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE); /* CA */
+	cr_assert_eq(PARSE("--tls-port", "7", "--tls-cert", "c", "--tls-key",
+			   "k", "--tls-min-version", "1.1"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-p", "7", "--tls-port", "7", "--tls-cert", "c",
+			   "--tls-key", "k"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("--tls-port", "7", "--tls-cert", "c", "--tls-key",
+			   "k", "--tls-min-version", "1.3"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), 0);
+	cr_assert_str_eq(cfg.tls_verify, "none");
+	cr_assert_eq(cfg.tls_handshake_timeout, 10);
+	/* Beyond loopback: TLS alone, client certificates required. */
+	cr_assert_eq(PARSE("-l", "0.0.0.0", "-p", "0", "--tls-port", "7",
+			   "--tls-cert", "c", "--tls-key", "k", "--tls-ca", "a",
+			   "--tls-verify", "require"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), 0);
+	cr_assert_eq(PARSE("-l", "0.0.0.0", "--tls-port", "7", "--tls-cert",
+			   "c", "--tls-key", "k", "--tls-ca", "a",
+			   "--tls-verify", "require"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE); /* -p */
+	cr_assert_eq(PARSE("-l", "0.0.0.0", "-p", "0", "--tls-port", "7",
+			   "--tls-cert", "c", "--tls-key", "k", "--tls-ca", "a",
+			   "--tls-verify", "optional"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+}
+
 /* memcached's -A and -F. */
 Test(config, shutdown_and_flush_all_flags)
 {
@@ -285,6 +332,16 @@ Test(config, stats_settings)
 				 "metrics_listen=127.0.0.2\n"
 				 "shutdown_command=no\n"
 				 "flush_enabled=yes\n"
+				 "tls_port=0\n"
+				 "ssl_chain_cert=NULL\n"
+				 "ssl_key=NULL\n"
+				 "ssl_ca_cert=NULL\n"
+				 "ssl_verify_mode=none\n"
+				 "ssl_min_version=1.2\n"
+				 "ssl_ciphers=NULL\n"
+				 "ssl_ciphersuites=NULL\n"
+				 "ssl_handshake_timeout=10\n"
+				 "ssl_ktls=no\n"
 				 "verbosity=2\n"
 				 "auth=no\n"
 				 "auth_enabled_ascii=no\n"

@@ -1,0 +1,44 @@
+/*
+ * TLS for rhkvd: the server's OpenSSL context (certificate chain, key,
+ * client CAs, versions, ciphers, session resumption) and its reload.
+ *
+ * One context serves every new TLS connection; a reload (SIGHUP, the
+ * `refresh_certs` command) builds a new one from the files and swaps it
+ * in under a mutex only when the files load: connections made afterwards
+ * use it, established ones keep the context they were made with (each
+ * SSL object holds a reference), and a bad file leaves the old context in
+ * use. Session ticket keys carry over to the new context, so a client's
+ * resumption survives a reload.
+ *
+ * Threads: tls_ctx_get and tls_reload may run on any thread at once.
+ */
+#ifndef RHKV_SERVER_TLS_H
+#define RHKV_SERVER_TLS_H
+
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct config;
+struct server;
+
+struct tls {
+	pthread_mutex_t lock; /* guards ctx */
+	SSL_CTX *ctx;
+	_Atomic int64_t refreshed; /* unix seconds of the last load */
+	_Atomic int connections;   /* open TLS connections */
+};
+
+/* Loads the context from cfg (--tls-*); NULL after logging why. */
+struct tls *tls_create(const struct config *cfg);
+void tls_destroy(struct tls *t);
+
+/* The current context with a reference the caller drops (SSL_CTX_free). */
+SSL_CTX *tls_ctx_get(struct tls *t);
+
+/* Loads the files again. NULL on success, else why not (the old context
+ * stays in use); the text is the caller's thread's until its next call. */
+const char *tls_reload(struct tls *t, const struct config *cfg);
+
+#endif

@@ -1,0 +1,237 @@
+/*
+ * The TLS transport: OpenSSL over a connected non-blocking socket on the
+ * worker's event loop, the server side of the handshake first. Reads and
+ * writes say what OpenSSL waits for (a read may need to write during a
+ * handshake), so the batch loop waits for that event.
+ *
+ * Handshake storms: until its handshake completes, a connection's events
+ * run at the worker loop's lowest priority, and the loop runs at most a
+ * bounded number of such callbacks before it looks again for events of
+ * established connections (worker.c sets the priorities and the bound):
+ * a flood of new TLS connections delays other handshakes, not requests.
+ * A handshake that does not complete within --tls-handshake-timeout is
+ * closed (expired), whatever --idle-timeout says.
+ */
+#include "transport.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "conn.h"
+#include "server.h"
+#include "tls.h"
+
+/* Plaintext handed to OpenSSL per write call: up to one full record. */
+#define TLS_WRITE_CHUNK 16384
+/* Bytes written per write before the loop serves other connections. */
+#define TLS_WRITE_BUDGET (256 * 1024)
+
+struct tls_conn {
+	struct socket_events ev; /* first: socket_events_* take it */
+	SSL *ssl;
+	int64_t started;  /* unix seconds: the handshake's deadline base */
+	bool established; /* the handshake completed */
+	bool prioritized; /* its events left the handshake priority */
+};
+
+static int tls_open(struct conn *c)
+{
+	struct tls_conn *s = calloc(1, sizeof(*s));
+	struct server *srv = c->w->srv;
+	SSL_CTX *ctx;
+
+	if (!s)
+		return -1;
+	c->tstate = s;
+	if (socket_events_init(c, &s->ev))
+		return -1;
+	event_priority_set(s->ev.rev, WORKER_PRIO_HANDSHAKE);
+	event_priority_set(s->ev.wev, WORKER_PRIO_HANDSHAKE);
+	ctx = tls_ctx_get(srv->tls);
+	s->ssl = SSL_new(ctx);
+	SSL_CTX_free(ctx); /* the SSL object holds its own reference */
+	if (!s->ssl)
+		return -1;
+	atomic_fetch_add(&srv->tls->connections, 1);
+	if (!SSL_set_fd(s->ssl, c->fd))
+		return -1;
+	SSL_set_accept_state(s->ssl);
+	s->started = cache_now();
+	return 0;
+}
+
+/* What an OpenSSL call that returned r on s means for the batch loop. */
+static ssize_t failure(struct conn *c, struct tls_conn *s, int r)
+{
+	switch (SSL_get_error(s->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		return TRANSPORT_WANT_READ;
+	case SSL_ERROR_WANT_WRITE:
+		return TRANSPORT_WANT_WRITE;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0; /* the peer's close_notify: end of stream */
+	default:
+		break;
+	}
+	if (!s->established) {
+		unsigned long e = ERR_peek_error();
+		char reason[256] = "connection closed";
+
+		if (e)
+			ERR_error_string_n(e, reason, sizeof(reason));
+		STAT_INC(&c->w->stats, ssl_handshake_errors);
+		log_debug("TLS handshake on connection %d failed: %s", c->fd,
+			  reason);
+	}
+	ERR_clear_error();
+	return TRANSPORT_ERROR;
+}
+
+/* Drives the handshake; 1 once it is done, else what failure() says. */
+static ssize_t handshake(struct conn *c, struct tls_conn *s)
+{
+	int r;
+
+	if (s->established)
+		return 1;
+	r = SSL_do_handshake(s->ssl);
+	if (r != 1)
+		return failure(c, s, r);
+	s->established = true;
+	STAT_INC(&c->w->stats, tls_handshakes);
+	if (SSL_session_reused(s->ssl))
+		STAT_INC(&c->w->stats, tls_resumed);
+	return 1;
+}
+
+static ssize_t tls_read(struct conn *c, void *buf, size_t n)
+{
+	struct tls_conn *s = c->tstate;
+	ssize_t h = handshake(c, s);
+	size_t got = 0;
+	int r;
+
+	if (h != 1)
+		return h;
+	r = SSL_read_ex(s->ssl, buf, n, &got);
+	return r == 1 ? (ssize_t)got : failure(c, s, r);
+}
+
+/*
+ * Writes from the front of out: up to a record's worth of plaintext per
+ * call, pulled up from the buffer's chains, until it is empty, the socket
+ * is full, or the budget is spent.
+ */
+static ssize_t tls_write(struct conn *c, struct evbuffer *out)
+{
+	struct tls_conn *s = c->tstate;
+	ssize_t h = handshake(c, s);
+	size_t total = 0;
+
+	if (h != 1)
+		return h;
+	while (total < TLS_WRITE_BUDGET) {
+		size_t len = evbuffer_get_length(out), done = 0;
+		unsigned char *p;
+		int r;
+
+		if (!len)
+			break;
+		if (len > TLS_WRITE_CHUNK)
+			len = TLS_WRITE_CHUNK;
+		p = evbuffer_pullup(out, (ssize_t)len);
+		if (!p)
+			return TRANSPORT_ERROR;
+		r = SSL_write_ex(s->ssl, p, len, &done);
+		if (r != 1) {
+			ssize_t f = failure(c, s, r);
+
+			if (total)
+				return (ssize_t)total;
+			return f == 0 ? TRANSPORT_ERROR : f;
+		}
+		evbuffer_drain(out, done);
+		total += done;
+	}
+	return (ssize_t)total;
+}
+
+/* Our close_notify, then the socket's end; only after a handshake. */
+static bool tls_shutdown(struct conn *c)
+{
+	struct tls_conn *s = c->tstate;
+
+	if (!s->established)
+		return false;
+	SSL_shutdown(s->ssl);
+	ERR_clear_error();
+	return shutdown(c->fd, SHUT_WR) == 0;
+}
+
+static void tls_wait(struct conn *c, bool readable, bool writable)
+{
+	struct tls_conn *s = c->tstate;
+
+	/* Established: its events join the other connections' priority (not
+	 * possible while one of them is active: then at the next wait). */
+	if (s->established && !s->prioritized &&
+	    event_priority_set(s->ev.rev, WORKER_PRIO_NORMAL) == 0 &&
+	    event_priority_set(s->ev.wev, WORKER_PRIO_NORMAL) == 0)
+		s->prioritized = true;
+	socket_events_wait(&s->ev, readable, writable);
+	/* Decrypted bytes already inside OpenSSL raise no socket event
+	 * (the rest of a record stays in the socket: OpenSSL reads no
+	 * further ahead, so that does). */
+	if (readable && SSL_pending(s->ssl) > 0)
+		event_active(s->ev.rev, EV_READ, 0);
+}
+
+static void tls_close(struct conn *c)
+{
+	struct tls_conn *s = c->tstate;
+
+	if (s) {
+		if (s->ssl) {
+			SSL_free(s->ssl);
+			atomic_fetch_sub(&c->w->srv->tls->connections, 1);
+		}
+		socket_events_free(&s->ev);
+		free(s);
+		c->tstate = NULL;
+	}
+	close(c->fd);
+}
+
+static bool tls_expired(struct conn *c, int64_t now)
+{
+	struct tls_conn *s = c->tstate;
+
+	if (s->established ||
+	    now - s->started < c->w->srv->cfg.tls_handshake_timeout)
+		return false;
+	STAT_INC(&c->w->stats, ssl_handshake_errors);
+	log_debug("TLS handshake on connection %d timed out", c->fd);
+	return true;
+}
+
+const struct transport transport_tls = {
+	.name = "tls",
+	.open = tls_open,
+	.read = tls_read,
+	.write = tls_write,
+	.shutdown = tls_shutdown,
+	.wait = tls_wait,
+	.close = tls_close,
+	.expired = tls_expired,
+};
+
+struct conn *conn_new_tls(struct worker *w, int fd)
+{
+	return conn_open(w, &transport_tls, fd);
+}
