@@ -52,6 +52,7 @@ struct bench_run {
 	SSL_CTX *tls;		      /* NULL: plain TCP */
 	SSL_SESSION *tls_session;     /* --tls-resume: what each resumes */
 	_Atomic unsigned tls_resumed; /* connections that resumed it */
+	_Atomic int tls_error_said;   /* the first TLS error is printed */
 };
 
 struct bench_worker;

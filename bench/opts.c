@@ -184,6 +184,13 @@ static int parse_duration(struct bench_opts *o, const char *s)
 	return 0;
 }
 
+/* A host or file name: anything but empty. */
+static int parse_name(const char **out, const char *s)
+{
+	*out = s;
+	return s[0] != '\0' ? 0 : -EINVAL;
+}
+
 static void set_defaults(struct bench_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -206,8 +213,7 @@ static int parse_one(struct bench_opts *o, int c, const char *a)
 {
 	switch (c) {
 	case O_HOST:
-		o->host = a;
-		return a[0] != '\0' ? 0 : -EINVAL;
+		return parse_name(&o->host, a);
 	case O_PORT:
 		return parse_uint(a, 1, 65535, &o->port);
 	case O_THREADS:
@@ -246,17 +252,13 @@ static int parse_one(struct bench_opts *o, int c, const char *a)
 		/* memcached reads more than 30 days as a unix time. */
 		return parse_u64(a, 0, 60 * 60 * 24 * 30, &o->ttl, NULL);
 	case O_JSON:
-		o->json_path = a;
-		return a[0] != '\0' ? 0 : -EINVAL;
+		return parse_name(&o->json_path, a);
 	case O_TLS_CA:
-		o->tls_ca = a;
-		return a[0] != '\0' ? 0 : -EINVAL;
+		return parse_name(&o->tls_ca, a);
 	case O_TLS_CERT:
-		o->tls_cert = a;
-		return a[0] != '\0' ? 0 : -EINVAL;
+		return parse_name(&o->tls_cert, a);
 	case O_TLS_KEY:
-		o->tls_key = a;
-		return a[0] != '\0' ? 0 : -EINVAL;
+		return parse_name(&o->tls_key, a);
 	default:
 		return -EINVAL;
 	}

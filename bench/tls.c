@@ -61,8 +61,13 @@ static int prime_session(struct bench_run *r)
 		if (SSL_pending(ssl) == 0 && poll(&p, 1, 100) <= 0)
 			continue;
 		/* Nothing is asked, so any application data is an error. */
-		if (SSL_read(ssl, &byte, 1) > 0 ||
-		    SSL_get_error(ssl, -1) != SSL_ERROR_WANT_READ)
+		int n = SSL_read(ssl, &byte, 1), e = SSL_get_error(ssl, n);
+		if (n <= 0 && e == SSL_ERROR_SSL) {
+			/* e.g. the server wants a client certificate */
+			tls_error("--tls-resume: handshake");
+			goto out;
+		}
+		if (n > 0 || e != SSL_ERROR_WANT_READ)
 			break;
 	}
 	if (r->tls_session == NULL)

@@ -337,13 +337,14 @@ static void on_read(struct bufferevent *bev, void *arg)
 	evbuffer_drain(in, c->dead ? len : off);
 }
 
-/* The first connection that fails says why, when TLS knows: main reports
- * only the number of failures. */
-static void tls_failure(struct bufferevent *bev)
+/* The first TLS error of the run says why (a refused client certificate
+ * comes after the client's handshake is done, in TLS 1.3): main reports
+ * only how many connections failed, and errors counts the rest. */
+static void tls_failure(struct bench_run *r, struct bufferevent *bev)
 {
 	unsigned long e = bufferevent_get_openssl_error(bev);
 	char buf[256];
-	if (e == 0)
+	if (e == 0 || atomic_exchange(&r->tls_error_said, 1))
 		return;
 	ERR_error_string_n(e, buf, sizeof(buf));
 	fprintf(stderr, "rhkv-bench: TLS: %s\n", buf);
@@ -362,9 +363,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		if (ssl != NULL && SSL_session_reused(ssl))
 			atomic_fetch_add(&w->r->tls_resumed, 1);
 	} else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+		tls_failure(w->r, bev);
 		if (!c->connected) {
-			if (atomic_fetch_add(&w->r->connect_failures, 1) == 0)
-				tls_failure(bev);
+			atomic_fetch_add(&w->r->connect_failures, 1);
 			c->dead = 1;
 		} else if (!atomic_load(&w->r->stop)) {
 			count(&w->c.errors, 1);
