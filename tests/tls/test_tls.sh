@@ -46,14 +46,16 @@ s_client() {
 			-verify_return_error -ign_eof "$@" 2>&1
 }
 
-# errors_grown BEFORE: fails unless ssl_handshake_errors passed BEFORE
-# (given the server 3 s to notice a close); prints it. memcached 1.6.18
-# counts only some failures (the reference run prints, never fails).
+# errors_grown CASE BEFORE: notes a failure (in $uncounted, reported at the
+# end: the cases after it still run) unless ssl_handshake_errors passed
+# BEFORE, given the server 3 s to notice a close; prints it. memcached
+# 1.6.18 counts only some failures (the reference run prints, never fails).
+uncounted=()
 errors_grown() {
 	local now
-	now=$(tlspy handshake-errors-grow "$1")
-	echo "   ssl_handshake_errors: $1 -> $now"
-	[ "$now" -gt "$1" ] || is_memcached || fail "ssl_handshake_errors stayed at $now"
+	now=$(tlspy handshake-errors-grow "$2")
+	echo "   ssl_handshake_errors: $2 -> $now"
+	[ "$now" -gt "$2" ] || is_memcached || uncounted+=("$1")
 }
 
 group_basic() {
@@ -171,14 +173,14 @@ group_failures() {
 		# shellcheck disable=SC2086 # two words: the CA and the name
 		tlspy verify-fails ${case#*:}
 		healthy
-		errors_grown "$before"
+		errors_grown "${case%%:*}" "$before"
 	done
 	for case in plain-to-tls truncated-hello reset; do
 		echo "== $case"
 		before=$(stat ssl_handshake_errors)
 		tlspy failure "$case"
 		healthy
-		errors_grown "$before"
+		errors_grown "$case" "$before"
 	done
 	echo "== truncated-data"
 	tlspy failure truncated-data
@@ -191,7 +193,7 @@ group_failures() {
 		before=$(stat ssl_handshake_errors)
 		tlspy failure silent 1
 		healthy
-		errors_grown "$before"
+		errors_grown silent "$before"
 	fi
 	stop_checked
 
@@ -200,22 +202,29 @@ group_failures() {
 	before=$(stat ssl_handshake_errors)
 	tlspy verify-fails ca.crt localhost
 	tlspy health noverify
-	errors_grown "$before"
+	errors_grown expired "$before"
 	stop_checked
+	[ ${#uncounted[@]} = 0 ] ||
+		fail "ssl_handshake_errors did not count: ${uncounted[*]}"
 }
 
 group_reload() {
 	start_tls_server "${serve[@]}"
-	local hup=1
+	local hup=1 error=ERROR bad='garbage mismatch'
 	if is_memcached; then
-		# memcached reloads on refresh_certs only.
+		# memcached reloads on refresh_certs only, and refuses with
+		# "Error loading the key: ...". After a key that is not the
+		# certificate's it serves the new certificate with the old key:
+		# every handshake fails (1.6.18), so that case is rhkvd's.
 		hup=0
+		error='Error loading'
+		bad=garbage
 	fi
 	echo "== reload under load (SIGHUP: $hup, then refresh_certs)"
 	tlspy reload "$pid" "$certs/live" "$hup"
 	healthy
 	echo "== bad files"
-	tlspy bad-reload "$certs/live" "$pid" "$hup"
+	tlspy bad-reload "$certs/live" "$pid" "$hup" "$error" "$bad"
 	healthy
 	echo "   time_since_server_cert_refresh: $(stat time_since_server_cert_refresh)"
 	stop_checked
