@@ -4,6 +4,7 @@
 # to it (tls.py). Options are written as rhkvd's (--tls-cert...); for
 # memcached -Z, the reference the suite was first written against, they
 # become its -o ssl_* options.
+# shellcheck disable=SC2154 # server and py come from lib_server.sh, here and certs from the test
 
 # The TLS port of the last server started; its plain port is lib_server's
 # $port (0 with tls_only=1, rhkvd's -p 0).

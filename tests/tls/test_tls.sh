@@ -4,7 +4,8 @@
 # openssl s_client. GROUP is one of
 #   basic      pymemcache, the text protocol (meta too) and rhkv's msgpack
 #              protocol over TLS; s_client TLS 1.2 and 1.3, session
-#              resumption, --tls-min-version 1.3; the TLS statistics; -p 0
+#              resumption, --tls-min-version 1.3, --tls-ciphers and
+#              --tls-ciphersuites; the TLS statistics; -p 0
 #   clientcert --tls-verify require, optional and none with client
 #              certificates from the CA, from another CA, and none
 #   failures   what clients and the network do wrong, each leaving the
@@ -118,6 +119,27 @@ group_basic() {
 	echo "   TLS 1.2 client refused, TLS 1.3 served"
 	healthy
 	stop_checked
+
+	if rhkvd_only "--tls-ciphers, --tls-ciphersuites"; then
+		echo "== --tls-ciphers ECDHE-ECDSA-CHACHA20-POLY1305 --tls-ciphersuites TLS_CHACHA20_POLY1305_SHA256"
+		start_tls_server "${serve[@]}" \
+			--tls-ciphers ECDHE-ECDSA-CHACHA20-POLY1305 \
+			--tls-ciphersuites TLS_CHACHA20_POLY1305_SHA256
+		out=$(s_client -tls1_2) || fail "TLS 1.2 with the cipher: $out"
+		grep -q '^New, TLSv1.2, Cipher is ECDHE-ECDSA-CHACHA20-POLY1305$' <<<"$out" ||
+			fail "TLS 1.2: not the one cipher: $(grep '^New' <<<"$out")"
+		out=$(s_client -tls1_3) || fail "TLS 1.3 with the suite: $out"
+		grep -q '^New, TLSv1.3, Cipher is TLS_CHACHA20_POLY1305_SHA256$' <<<"$out" ||
+			fail "TLS 1.3: not the one suite: $(grep '^New' <<<"$out")"
+		# A TLS 1.2 client that offers only another cipher is refused.
+		if out=$(s_client -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256); then
+			! grep -q 'VERSION [0-9]' <<<"$out" ||
+				fail "a cipher outside --tls-ciphers was served"
+		fi
+		echo "   the one cipher (1.2) and suite (1.3) chosen; another cipher refused"
+		healthy
+		stop_checked
+	fi
 
 	if rhkvd_only "-p 0 (TLS only)"; then
 		tls_only=1 start_tls_server "${serve[@]}"
