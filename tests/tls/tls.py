@@ -270,25 +270,33 @@ def cmd_binary():
     print("msgpack over TLS: NOOP, SET, GET; text on another connection")
 
 
+def wait_tls_connections(want):
+    """Waits (up to 5 s) for tls_connections to fall to WANT."""
+    deadline = time.monotonic() + 5
+    while int(stat("tls_connections")) > want:
+        check(time.monotonic() < deadline, "tls_connections stays above "
+              "%d" % want)
+        time.sleep(0.05)
+
+
 def cmd_count(what, n):
     """Opens N TLS connections and checks tls_connections and
     tls_handshakes count them, and that tls_connections falls back."""
     n = int(n)
+    idle = 0 if port else 1  # without a plain port, stats come over TLS
+    wait_tls_connections(idle)  # the earlier tests' closes noticed
     base = int(stat("tls_handshakes"))
     conns = [tls_connect() for _ in range(n)]
     for s in conns:
         check(served(s), "a TLS connection is not served")
     open_now = int(stat("tls_connections"))
-    check(open_now == n + (0 if port else 1),
+    check(open_now == n + idle,
           "tls_connections %d with %d open" % (open_now, n))
     done = int(stat("tls_handshakes")) - base
     check(done >= n, "tls_handshakes grew by %d for %d" % (done, n))
     for s in conns:
         s.close()
-    deadline = time.monotonic() + 5
-    while int(stat("tls_connections")) > (0 if port else 1):
-        check(time.monotonic() < deadline, "tls_connections stays up")
-        time.sleep(0.05)
+    wait_tls_connections(idle)
     print("%s: tls_connections %d with %d open, back after close; "
           "tls_handshakes +%d" % (what, open_now, n, done))
 
