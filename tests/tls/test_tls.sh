@@ -47,6 +47,21 @@ s_client() {
 			-verify_return_error -ign_eof "$@" 2>&1
 }
 
+# s_client_cmd VERSION_FLAG LETTER: `version`, then s_client's command
+# LETTER (k: a TLS 1.3 key update; R: a TLS 1.2 renegotiation), then
+# `version` again, each given time to be answered; the output on stdout.
+s_client_cmd() {
+	{
+		printf 'version\r\n'
+		sleep 0.3
+		printf '%s\n' "$2"
+		sleep 0.3
+		printf 'version\r\n'
+		sleep 0.5
+	} | timeout 10 openssl s_client -connect "127.0.0.1:$tls_port" \
+		-servername localhost -CAfile "$certs/ca.crt" "$1" 2>&1 || true
+}
+
 # errors_grown CASE BEFORE: notes a failure (in $uncounted, reported at the
 # end: the cases after it still run) unless ssl_handshake_errors passed
 # BEFORE, given the server 3 s to notice a close; prints it. memcached
@@ -67,6 +82,8 @@ group_basic() {
 		echo "== pymemcache: left out (apt-get install python3-pymemcache)"
 	fi
 	tlspy raw
+	tlspy slow-reader
+	tlspy bytewise
 	if rhkvd_only "msgpack over TLS"; then
 		tlspy binary
 	fi
@@ -106,6 +123,10 @@ group_basic() {
 		fi
 		echo "== TLS $v session resumption: Reused (tls_resumed ${before:-n/a} -> ${r:-n/a})"
 	done
+	out=$(s_client_cmd -tls1_3 k)
+	[ "$(grep -c 'VERSION [0-9]' <<<"$out")" = 2 ] ||
+		fail "TLS 1.3 key update: not served after: $(grep -E 'VERSION|KEYUPD|error' <<<"$out")"
+	echo "== TLS 1.3 key update (s_client k): served before and after"
 	healthy
 	stop_checked
 
@@ -204,6 +225,13 @@ group_failures() {
 		healthy
 		errors_grown "$case" "$before"
 	done
+	# A client-initiated TLS 1.2 renegotiation: refused (an alert, the
+	# connection closed) or carried out; the server serves on.
+	echo "== renegotiation"
+	out=$(s_client_cmd -tls1_2 R)
+	grep -q 'VERSION [0-9]' <<<"$out" || fail "renegotiation: not served before"
+	echo "   $(grep -c 'VERSION [0-9]' <<<"$out") of 2 served; $(grep -o 'no renegotiation' <<<"$out" || echo 'no alert')"
+	healthy
 	echo "== truncated-data"
 	tlspy failure truncated-data
 	healthy

@@ -279,6 +279,73 @@ def wait_tls_connections(want):
         time.sleep(0.05)
 
 
+def cmd_slow_reader():
+    """8 pipelined gets of a 900 KB value (7 MB of replies) read slowly
+    through a 4 KB receive buffer: the server's TLS writes stop part way
+    and must resume with the same bytes (an SSL_write retried with other
+    bytes fails with "bad write retry"; bytes sent twice or lost show in
+    the data)."""
+    value = os.urandom(900_000)
+    with tls_connect() as s:
+        check(text(s, b"set tls:slow 0 0 %d\r\n%s\r\n" % (len(value), value))
+              == b"STORED\r\n", "set 900 KB")
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(10)
+    raw.connect((HOST, tls_port))
+    with context().wrap_socket(raw, server_hostname="localhost") as s:
+        s.sendall(b"get tls:slow\r\n" * 8)
+        want = b"VALUE tls:slow 0 %d\r\n%s\r\nEND\r\n" % (len(value), value)
+        got = bytearray()
+        deadline = time.monotonic() + 30
+        while len(got) < 8 * len(want):
+            check(time.monotonic() < deadline, "slow reader: %d of %d bytes "
+                  "in 30 s" % (len(got), 8 * len(want)))
+            chunk = s.recv(8192)
+            check(chunk, "slow reader: closed after %d bytes" % len(got))
+            got += chunk
+            time.sleep(0.0005)
+        check(bytes(got) == want * 8, "slow reader: the replies differ")
+        check(served(s), "slow reader: not served after")
+    print("slow reader: 8 x 900 KB through a 4 KB receive buffer, intact")
+
+
+def cmd_bytewise():
+    """A request's TLS records sent one byte per TCP segment, then a
+    request split over four records in one segment: the server must wait
+    for whole records and join requests across them."""
+    with socket.create_connection((HOST, tls_port), timeout=5) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        obj, inc, out = bio_session(s)
+
+        def reply(end):
+            buf = b""
+            deadline = time.monotonic() + 5
+            while not buf.endswith(end):
+                try:
+                    buf += obj.read(65536)
+                    continue
+                except ssl.SSLWantReadError:
+                    pass
+                check(time.monotonic() < deadline, "no reply: %r" % buf)
+                data = s.recv(65536)
+                check(data, "closed after %r" % buf)
+                inc.write(data)
+            return buf
+        obj.write(b"set tls:bw 0 0 5\r\nhello\r\n")
+        for i, b in enumerate(out.read()):
+            s.send(bytes([b]))
+            if i % 8 == 0:
+                time.sleep(0.001)
+        check(reply(b"\r\n") == b"STORED\r\n", "bytewise set")
+        for part in (b"get", b" tls:", b"bw\r", b"\n"):
+            obj.write(part)
+        s.sendall(out.read())
+        check(reply(b"END\r\n") == b"VALUE tls:bw 0 5\r\nhello\r\nEND\r\n",
+              "get over four records")
+    print("TLS records a byte a segment, a request over four records: served")
+
+
 def cmd_count(what, n):
     """Opens N TLS connections and checks tls_connections and
     tls_handshakes count them, and that tls_connections falls back."""
@@ -385,7 +452,7 @@ def bio_session(s):
             check(data, "closed during the handshake")
             inc.write(data)
     s.sendall(out.read())
-    return obj, out
+    return obj, inc, out
 
 
 def rst_close(s):
@@ -415,12 +482,14 @@ def cmd_failure(case, *args):
                 % secs, got[:60]))
     elif case == "silent":
         # TCP to the TLS port, then nothing: closed after the handshake
-        # timeout (ARG seconds), not long before, not much after.
+        # timeout (ARG seconds), not before, not much after.
         timeout = float(args[0])
         with socket.create_connection((HOST, tls_port), timeout=5) as s:
             secs, _ = must_close(s, timeout + 4)
-        check(secs > timeout * 0.5, "closed after %.2f s, before the "
-              "%.0f s handshake timeout" % (secs, timeout))
+        # "Close a TLS connection whose handshake takes longer": not
+        # before (0.1 s for timers that round).
+        check(secs > timeout - 0.1, "closed after %.2f s, before the "
+              "%g s handshake timeout" % (secs, timeout))
         print("silent client: closed after %.2f s (handshake timeout %g s)"
               % (secs, timeout))
     elif case == "truncated-hello":
@@ -437,7 +506,7 @@ def cmd_failure(case, *args):
         # After a completed handshake, half an application-data record,
         # then FIN: the server must close, not wait or spin.
         with socket.create_connection((HOST, tls_port), timeout=5) as s:
-            obj, out = bio_session(s)
+            obj, _, out = bio_session(s)
             obj.write(b"version\r\n")
             record = out.read()
             s.sendall(record[:len(record) // 2])
