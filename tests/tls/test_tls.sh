@@ -53,11 +53,11 @@ s_client() {
 s_client_cmd() {
 	{
 		printf 'version\r\n'
-		sleep 0.3
-		printf '%s\n' "$2"
-		sleep 0.3
-		printf 'version\r\n'
 		sleep 0.5
+		printf '%s\n' "$2"
+		sleep 0.5
+		printf 'version\r\n'
+		sleep 1
 	} | timeout 10 openssl s_client -connect "127.0.0.1:$tls_port" \
 		-servername localhost -CAfile "$certs/ca.crt" "$1" 2>&1 || true
 }
