@@ -20,12 +20,21 @@
 #include <openssl/ssl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "conn.h"
 #include "server.h"
 #include "tls.h"
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* Plaintext handed to OpenSSL per write call: up to one full record. */
 #define TLS_WRITE_CHUNK 16384
@@ -35,9 +44,9 @@
 struct tls_conn {
 	struct socket_events ev; /* first: socket_events_* take it */
 	SSL *ssl;
-	int64_t started;  /* unix seconds: the handshake's deadline base */
-	bool established; /* the handshake completed */
-	bool prioritized; /* its events left the handshake priority */
+	int64_t started_ms; /* monotonic: the handshake's deadline base */
+	bool established;   /* the handshake completed */
+	bool prioritized;   /* its events left the handshake priority */
 };
 
 static int tls_open(struct conn *c)
@@ -62,7 +71,7 @@ static int tls_open(struct conn *c)
 	if (!SSL_set_fd(s->ssl, c->fd))
 		return -1;
 	SSL_set_accept_state(s->ssl);
-	s->started = cache_now();
+	s->started_ms = monotonic_ms();
 	return 0;
 }
 
@@ -96,13 +105,20 @@ static ssize_t failure(struct conn *c, struct tls_conn *s, int r)
 /* Drives the handshake; 1 once it is done, else what failure() says. */
 static ssize_t handshake(struct conn *c, struct tls_conn *s)
 {
+	ssize_t f;
 	int r;
 
 	if (s->established)
 		return 1;
 	r = SSL_do_handshake(s->ssl);
-	if (r != 1)
-		return failure(c, s, r);
+	if (r != 1) {
+		f = failure(c, s, r);
+		/* The peer's end of stream mid-handshake is a failed
+		 * handshake, unless it sent nothing at all (a port probe). */
+		if (f == 0 && BIO_number_read(SSL_get_rbio(s->ssl)) > 0)
+			STAT_INC(&c->w->stats, ssl_handshake_errors);
+		return f;
+	}
 	s->established = true;
 	STAT_INC(&c->w->stats, tls_handshakes);
 	if (SSL_session_reused(s->ssl))
@@ -212,8 +228,10 @@ static bool tls_expired(struct conn *c, int64_t now)
 {
 	struct tls_conn *s = c->tstate;
 
+	(void)now; /* seconds: too coarse for a timeout of a second */
 	if (s->established ||
-	    now - s->started < c->w->srv->cfg.tls_handshake_timeout)
+	    monotonic_ms() - s->started_ms <
+		    (int64_t)c->w->srv->cfg.tls_handshake_timeout * 1000)
 		return false;
 	STAT_INC(&c->w->stats, ssl_handshake_errors);
 	log_debug("TLS handshake on connection %d timed out", c->fd);
