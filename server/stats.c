@@ -22,6 +22,14 @@
 #include "server.h"
 #include "stats_internal.h"
 
+/* Seconds since the certificate was loaded; 0 if the clock went back. */
+static uint64_t refresh_age(struct tls *t)
+{
+	int64_t age = cache_now() - atomic_load(&t->refreshed);
+
+	return age > 0 ? (uint64_t)age : 0;
+}
+
 static void sum_threads(struct server *srv, struct stats_sum *sum)
 {
 	memset(sum, 0, sizeof(*sum));
@@ -209,9 +217,7 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 			      : 0);
 	stats__put_u(k, STATS_GAUGE, "time_since_server_cert_refresh",
 		     "Seconds since the TLS certificate was last loaded",
-		     srv->tls ? (uint64_t)(cache_now() -
-					   atomic_load(&srv->tls->refreshed))
-			      : 0);
+		     srv->tls ? refresh_age(srv->tls) : 0);
 	stats__put_u(
 		k, STATS_COUNTER, "rejected_connections",
 		"Client connections closed at once: max_connections were open",

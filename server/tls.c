@@ -97,8 +97,13 @@ static SSL_CTX *build(const struct config *cfg, char *buf, size_t n,
 		STACK_OF(X509_NAME) *names =
 			SSL_load_client_CA_file(cfg->tls_ca);
 
-		if (names)
-			SSL_CTX_set_client_CA_list(ctx, names);
+		if (!names) {
+			*err = why(buf, n, "reading CA names from",
+				   cfg->tls_ca);
+			SSL_CTX_free(ctx);
+			return NULL;
+		}
+		SSL_CTX_set_client_CA_list(ctx, names);
 	}
 	SSL_CTX_set_verify(ctx, verify_mode(cfg), NULL);
 	/* Resumption: TLS 1.3 and 1.2 tickets (stateless), and a session
@@ -165,6 +170,7 @@ const char *tls_reload(struct tls *t, const struct config *cfg)
 	/* Tickets issued before the reload still resume. */
 	if (SSL_CTX_get_tlsext_ticket_keys(old, keys, sizeof(keys)) == 1)
 		SSL_CTX_set_tlsext_ticket_keys(ctx, keys, sizeof(keys));
+	OPENSSL_cleanse(keys, sizeof(keys));
 	t->ctx = ctx;
 	pthread_mutex_unlock(&t->lock);
 	SSL_CTX_free(old);

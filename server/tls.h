@@ -8,7 +8,9 @@
  * use it, established ones keep the context they were made with (each
  * SSL object holds a reference), and a bad file leaves the old context in
  * use. Session ticket keys carry over to the new context, so a client's
- * resumption survives a reload.
+ * ticket still resumes after a reload (the keys live as long as the
+ * process: a restart rotates them); the TLS 1.2 session cache is the
+ * context's own and starts empty.
  *
  * Threads: tls_ctx_get and tls_reload may run on any thread at once.
  */

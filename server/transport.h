@@ -8,8 +8,9 @@
  *
  * A read or write that cannot progress says what it waits for: a socket
  * waits for readability to read and writability to write, but a layer with
- * its own handshakes (TLS) may need to write before it can read, or the
- * reverse; the connection then waits for that event instead.
+ * its own handshakes (TLS) may need to write before it can read; the
+ * connection then waits for writability instead. (A write that needs to
+ * read is not handled: no transport here has one.)
  */
 #ifndef RHKV_SERVER_TRANSPORT_H
 #define RHKV_SERVER_TRANSPORT_H

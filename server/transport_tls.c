@@ -1,16 +1,21 @@
 /*
  * The TLS transport: OpenSSL over a connected non-blocking socket on the
  * worker's event loop, the server side of the handshake first. Reads and
- * writes say what OpenSSL waits for (a read may need to write during a
- * handshake), so the batch loop waits for that event.
+ * writes say what OpenSSL waits for: a read may need to write during a
+ * handshake, and the batch loop waits for writability then. A write that
+ * needs to read does not happen: replies exist only after the handshake,
+ * and renegotiation is off.
  *
  * Handshake storms: until its handshake completes, a connection's events
  * run at the worker loop's lowest priority, and the loop runs at most a
  * bounded number of such callbacks before it looks again for events of
  * established connections (worker.c sets the priorities and the bound):
  * a flood of new TLS connections delays other handshakes, not requests.
- * A handshake that does not complete within --tls-handshake-timeout is
- * closed (expired), whatever --idle-timeout says.
+ * libevent runs the lowest priority only in loop passes where nothing
+ * else is active, so on a worker that is never idle a handshake would
+ * wait for ever: after half of --tls-handshake-timeout it joins the
+ * normal priority. A handshake that does not complete within the timeout
+ * is closed (expired), whatever --idle-timeout says.
  */
 #include "transport.h"
 
@@ -65,11 +70,15 @@ static int tls_open(struct conn *c)
 	ctx = tls_ctx_get(srv->tls);
 	s->ssl = SSL_new(ctx);
 	SSL_CTX_free(ctx); /* the SSL object holds its own reference */
-	if (!s->ssl)
+	if (!s->ssl) {
+		ERR_clear_error();
 		return -1;
+	}
 	atomic_fetch_add(&srv->tls->connections, 1);
-	if (!SSL_set_fd(s->ssl, c->fd))
+	if (!SSL_set_fd(s->ssl, c->fd)) {
+		ERR_clear_error();
 		return -1;
+	}
 	SSL_set_accept_state(s->ssl);
 	s->started_ms = monotonic_ms();
 	return 0;
@@ -110,6 +119,7 @@ static ssize_t handshake(struct conn *c, struct tls_conn *s)
 
 	if (s->established)
 		return 1;
+	ERR_clear_error();
 	r = SSL_do_handshake(s->ssl);
 	if (r != 1) {
 		f = failure(c, s, r);
@@ -135,6 +145,9 @@ static ssize_t tls_read(struct conn *c, void *buf, size_t n)
 
 	if (h != 1)
 		return h;
+	/* SSL_get_error reads the thread's error queue: it must hold only
+	 * this call's errors. */
+	ERR_clear_error();
 	r = SSL_read_ex(s->ssl, buf, n, &got);
 	return r == 1 ? (ssize_t)got : failure(c, s, r);
 }
@@ -164,6 +177,7 @@ static ssize_t tls_write(struct conn *c, struct evbuffer *out)
 		p = evbuffer_pullup(out, (ssize_t)len);
 		if (!p)
 			return TRANSPORT_ERROR;
+		ERR_clear_error();
 		r = SSL_write_ex(s->ssl, p, len, &done);
 		if (r != 1) {
 			ssize_t f = failure(c, s, r);
@@ -178,16 +192,20 @@ static ssize_t tls_write(struct conn *c, struct evbuffer *out)
 	return (ssize_t)total;
 }
 
-/* Our close_notify, then the socket's end; only after a handshake. */
+/* Our close_notify, then the socket's end; only after a handshake. The
+ * replies are all written by now: when the alert cannot go out at once
+ * (a full socket), the connection just closes. */
 static bool tls_shutdown(struct conn *c)
 {
 	struct tls_conn *s = c->tstate;
+	int r;
 
 	if (!s->established)
 		return false;
-	SSL_shutdown(s->ssl);
 	ERR_clear_error();
-	return shutdown(c->fd, SHUT_WR) == 0;
+	r = SSL_shutdown(s->ssl);
+	ERR_clear_error();
+	return r >= 0 && shutdown(c->fd, SHUT_WR) == 0;
 }
 
 static void tls_wait(struct conn *c, bool readable, bool writable)
@@ -214,6 +232,13 @@ static void tls_close(struct conn *c)
 
 	if (s) {
 		if (s->ssl) {
+			/* A session stays resumable from the cache however the
+			 * connection ended (OpenSSL drops it from the cache
+			 * itself after a fatal error). */
+			if (s->established)
+				SSL_set_shutdown(s->ssl,
+						 SSL_get_shutdown(s->ssl) |
+							 SSL_SENT_SHUTDOWN);
 			SSL_free(s->ssl);
 			atomic_fetch_sub(&c->w->srv->tls->connections, 1);
 		}
@@ -227,11 +252,20 @@ static void tls_close(struct conn *c)
 static bool tls_expired(struct conn *c, int64_t now)
 {
 	struct tls_conn *s = c->tstate;
+	int64_t waited,
+		limit = (int64_t)c->w->srv->cfg.tls_handshake_timeout * 1000;
 
 	(void)now; /* seconds: too coarse for a timeout of a second */
-	if (s->established ||
-	    monotonic_ms() - s->started_ms <
-		    (int64_t)c->w->srv->cfg.tls_handshake_timeout * 1000)
+	if (s->established)
+		return false;
+	waited = monotonic_ms() - s->started_ms;
+	/* A worker busy without a pause would never run the lowest
+	 * priority: past half its time a handshake joins the others. */
+	if (waited >= limit / 2 && !s->prioritized &&
+	    event_priority_set(s->ev.rev, WORKER_PRIO_NORMAL) == 0 &&
+	    event_priority_set(s->ev.wev, WORKER_PRIO_NORMAL) == 0)
+		s->prioritized = true;
+	if (waited < limit)
 		return false;
 	STAT_INC(&c->w->stats, ssl_handshake_errors);
 	log_debug("TLS handshake on connection %d timed out", c->fd);
