@@ -13,8 +13,8 @@
  * a flood of new TLS connections delays other handshakes, not requests.
  * libevent runs the lowest priority only in loop passes where nothing
  * else is active, so on a worker that is never idle a handshake would
- * wait for ever: after half of --tls-handshake-timeout it joins the
- * normal priority. A handshake that does not complete within the timeout
+ * wait for ever: after a second (or half of --tls-handshake-timeout, if
+ * shorter) it joins the normal priority. A handshake that does not complete within the timeout
  * is closed (expired), whatever --idle-timeout says.
  */
 #include "transport.h"
@@ -43,6 +43,9 @@ static int64_t monotonic_ms(void)
 
 /* Plaintext handed to OpenSSL per write call: up to one full record. */
 #define TLS_WRITE_CHUNK 16384
+/* A handshake waits at most this long (or half its timeout) behind
+ * established connections before it joins their priority. */
+#define PROMOTE_MS 1000
 /* Bytes written per write before the loop serves other connections. */
 #define TLS_WRITE_BUDGET (256 * 1024)
 
@@ -208,16 +211,39 @@ static bool tls_shutdown(struct conn *c)
 	return r >= 0 && shutdown(c->fd, SHUT_WR) == 0;
 }
 
+/*
+ * Moves s's events to the normal priority. libevent refuses to change an
+ * active event's priority, and an event activated at the lowest priority
+ * may wait there for ever on a busy worker: so each is taken out (which
+ * also takes it out of the active queue), changed, and added back if it
+ * was (level-triggered: a readable socket fires again).
+ */
+static void prioritize(struct tls_conn *s)
+{
+	struct event *evs[2] = { s->ev.rev, s->ev.wev };
+	bool added[2] = { s->ev.reading, s->ev.writing };
+
+	for (int i = 0; i < 2; i++) {
+		event_del(evs[i]);
+		event_priority_set(evs[i], WORKER_PRIO_NORMAL);
+		if (added[i] && event_add(evs[i], NULL)) {
+			/* unchanged: the next wait adds it again */
+			if (i == 0)
+				s->ev.reading = false;
+			else
+				s->ev.writing = false;
+		}
+	}
+	s->prioritized = true;
+}
+
 static void tls_wait(struct conn *c, bool readable, bool writable)
 {
 	struct tls_conn *s = c->tstate;
 
-	/* Established: its events join the other connections' priority (not
-	 * possible while one of them is active: then at the next wait). */
-	if (s->established && !s->prioritized &&
-	    event_priority_set(s->ev.rev, WORKER_PRIO_NORMAL) == 0 &&
-	    event_priority_set(s->ev.wev, WORKER_PRIO_NORMAL) == 0)
-		s->prioritized = true;
+	/* Established: its events join the other connections' priority. */
+	if (s->established && !s->prioritized)
+		prioritize(s);
 	socket_events_wait(&s->ev, readable, writable);
 	/* Decrypted bytes already inside OpenSSL raise no socket event
 	 * (the rest of a record stays in the socket: OpenSSL reads no
@@ -260,11 +286,10 @@ static bool tls_expired(struct conn *c, int64_t now)
 		return false;
 	waited = monotonic_ms() - s->started_ms;
 	/* A worker busy without a pause would never run the lowest
-	 * priority: past half its time a handshake joins the others. */
-	if (waited >= limit / 2 && !s->prioritized &&
-	    event_priority_set(s->ev.rev, WORKER_PRIO_NORMAL) == 0 &&
-	    event_priority_set(s->ev.wev, WORKER_PRIO_NORMAL) == 0)
-		s->prioritized = true;
+	 * priority: past PROMOTE_MS a handshake joins the others. */
+	if (waited >= (limit / 2 < PROMOTE_MS ? limit / 2 : PROMOTE_MS) &&
+	    !s->prioritized)
+		prioritize(s);
 	if (waited < limit)
 		return false;
 	STAT_INC(&c->w->stats, ssl_handshake_errors);
