@@ -136,10 +136,10 @@ void cache_prefetch(struct cache *c, struct cache_key key)
 	rhkv_rcu_read_unlock();
 }
 
-void cache_item_visit(struct item *it)
+/* A visit at now (unix seconds): cache_find has read the clock already. */
+static void visit_at(struct item *it, int64_t now)
 {
 	uint8_t usage = atomic_load_explicit(&it->usage, memory_order_relaxed);
-	uint32_t now;
 
 	/* Each store only when it changes something: a hot item's line
 	 * stays shared (the time moves once a second at most). */
@@ -149,11 +149,16 @@ void cache_item_visit(struct item *it)
 					 memory_order_relaxed);
 	/* As in memcached, the first fetch only marks the item fetched: its
 	 * last access stays at the store until a later fetch. */
-	if (!(usage & ITEM_FETCHED))
-		return;
-	now = (uint32_t)cache_now();
-	if (atomic_load_explicit(&it->atime, memory_order_relaxed) != now)
-		atomic_store_explicit(&it->atime, now, memory_order_relaxed);
+	if ((usage & ITEM_FETCHED) &&
+	    atomic_load_explicit(&it->atime, memory_order_relaxed) !=
+		    (uint32_t)now)
+		atomic_store_explicit(&it->atime, (uint32_t)now,
+				      memory_order_relaxed);
+}
+
+void cache_item_visit(struct item *it)
+{
+	visit_at(it, cache_now());
 }
 
 bool cache_item_win(struct item *it)
@@ -165,18 +170,25 @@ bool cache_item_win(struct item *it)
 		 ITEM_WON);
 }
 
-struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired)
+/* key's live item at now, or NULL (*expired: a dead one was found). */
+static struct item *lookup_at(struct cache *c, struct cache_key key,
+			      bool *expired, int64_t now)
 {
 	struct item *it = rhashtable_lookup(&c->ht, &key, cache__params);
 
 	if (expired)
 		*expired = false;
-	if (it && !cache_item_live(c, it, cache_now())) {
+	if (it && !cache_item_live(c, it, now)) {
 		if (expired)
 			*expired = true;
 		return NULL;
 	}
 	return it;
+}
+
+struct item *cache_lookup(struct cache *c, struct cache_key key, bool *expired)
+{
+	return lookup_at(c, key, expired, cache_now());
 }
 
 struct item *cache_lookup_any(struct cache *c, struct cache_key key)
@@ -196,10 +208,11 @@ bool cache_exists(struct cache *c, struct cache_key key)
 
 struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 {
-	struct item *it = cache_lookup(c, key, expired);
+	int64_t now = cache_now(); /* one clock read for both */
+	struct item *it = lookup_at(c, key, expired, now);
 
 	if (it)
-		cache_item_visit(it);
+		visit_at(it, now);
 	return it;
 }
 
