@@ -1,9 +1,11 @@
 /*
- * Handles and connections: rhkv_connect() makes the handle and connects
- * (a non-blocking connect bounded by the connect timeout, TCP_NODELAY, a
- * unix socket when the host starts with '/', the TLS handshake when
- * asked for (tls.c), AUTH when a password is set); after a lost connection
- * the next call connects again (rhkv__ensure).
+ * Handles and connections. A connect is a small state machine that never
+ * blocks (CLOSED -> CONNECTING -> HANDSHAKE with TLS -> READY): event
+ * loops step it from their socket events, a blocking call polls it to the
+ * end within the connect timeout (rhkv__ensure). Each address of the host
+ * is tried in turn; TCP_NODELAY and keepalive are set; AUTH, when a
+ * password is set, is queued as the connection's first command. After a
+ * lost connection the next command connects again.
  */
 #include "internal.h"
 
@@ -32,13 +34,17 @@ void rhkv_options_init(struct rhkv_options *o)
 	o->tls_key_file = NULL;
 	o->tls_server_name = NULL;
 	o->tls_insecure = 0;
+	o->keepalive_s = 15;
+	o->key_prefix = NULL;
+	o->send_budget = 0;
 }
 
 /* The strings of struct rhkv_options, for copying and freeing them all. */
 #define OPT_STRINGS(o)                                                  \
 	{                                                               \
 		&(o)->password, &(o)->tls_ca_file, &(o)->tls_cert_file, \
-			&(o)->tls_key_file, &(o)->tls_server_name       \
+			&(o)->tls_key_file, &(o)->tls_server_name,      \
+			&(o)->key_prefix                                \
 	}
 
 int rhkv__options_copy(struct rhkv_options *dst, const struct rhkv_options *src)
@@ -63,156 +69,172 @@ void rhkv__options_free(struct rhkv_options *o)
 	}
 }
 
-/* Connects fd to sa within the connect timeout; 0 or an errno value. */
-static int connect_fd(int fd, const struct sockaddr *sa, socklen_t len,
-		      int timeout_ms)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	socklen_t elen = sizeof(int);
-	int err = 0, r;
-
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINPROGRESS && errno != EAGAIN)
-		return errno;
-	do
-		r = poll(&pfd, 1, timeout_ms > 0 ? timeout_ms : -1);
-	while (r < 0 && errno == EINTR);
-	if (r == 0)
-		return ETIMEDOUT;
-	if (r < 0)
-		return errno;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
-		return errno;
-	return err;
-}
-
-/* Makes the connected socket blocking, with the I/O timeout on recv();
- * for TLS it stays non-blocking: OpenSSL's reads may also write, and its
- * writes read, so io.c polls for what each asks. */
+/* Options of a connected socket: TCP_NODELAY, keepalive; blocking with
+ * the I/O timeout on recv() for plain TCP (io.c waits in recv()); for TLS
+ * it stays non-blocking: OpenSSL's reads may also write, and its writes
+ * read, so io.c polls for what each asks. 0 or an errno value. */
 static int setup_fd(rhkv *c, int fd, bool tcp)
 {
-	int one = 1;
-	int fl = fcntl(fd, F_GETFL);
+	int one = 1, fl = fcntl(fd, F_GETFL);
 
 	if (tcp && c->opt.nodelay &&
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		return errno;
+	if (tcp && c->opt.keepalive_s > 0) {
+		int idle = c->opt.keepalive_s;
+		int intvl = idle / 3 ? idle / 3 : 1, cnt = 3;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one,
+			       sizeof(one)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+			       sizeof(idle)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+			       sizeof(intvl)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
+			       sizeof(cnt)) < 0)
+			return errno;
+	}
 	if (c->opt.tls)
 		return 0;
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return errno;
-	if (c->opt.io_timeout_ms > 0) {
-		struct timeval tv = {
-			.tv_sec = c->opt.io_timeout_ms / 1000,
-			.tv_usec = (c->opt.io_timeout_ms % 1000) * 1000,
-		};
-
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) <
-		    0)
-			return errno;
-	}
-	return 0;
+	return rhkv__set_rcvtimeo(c, fd);
 }
 
-/* One attempt at one address: the socket, or -1 with *err set. */
-static int try_addr(rhkv *c, int family, const struct sockaddr *sa,
-		    socklen_t len, int *err)
+int rhkv__set_rcvtimeo(rhkv *c, int fd)
 {
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct timeval tv = {
+		.tv_sec = c->opt.io_timeout_ms / 1000,
+		.tv_usec = (c->opt.io_timeout_ms % 1000) * 1000,
+	};
 
-	if (fd < 0) {
+	if (c->opt.tls || fd < 0)
+		return 0;
+	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0
+		       ? errno
+		       : 0;
+}
+
+/* Starts a non-blocking connect to the next address left: 0 (c->fd set,
+ * in progress or done), or an errno value when none is left to try. */
+static int try_next(rhkv *c, int *err)
+{
+	while (c->ai_next) {
+		struct addrinfo *ai = c->ai_next;
+		int fd = socket(ai->ai_family,
+				SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		c->ai_next = ai->ai_next;
+		if (fd < 0) {
+			*err = errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
+		    errno == EINPROGRESS || errno == EAGAIN) {
+			c->fd = fd;
+			c->state = RHKV__CONNECTING;
+			return 0;
+		}
 		*err = errno;
-		return -1;
-	}
-	*err = connect_fd(fd, sa, len, c->opt.connect_timeout_ms);
-	if (*err == 0)
-		*err = setup_fd(c, fd, family != AF_UNIX);
-	if (*err) {
 		close(fd);
-		return -1;
 	}
-	return fd;
+	return *err ? *err : ECONNREFUSED;
 }
 
-static int open_unix(rhkv *c)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t n = strlen(c->host);
-	int err;
-
-	if (n >= sizeof(sa.sun_path))
-		return rhkv__fail(c, RHKV_EINVAL, "socket path too long");
-	memcpy(sa.sun_path, c->host, n + 1);
-	c->fd = try_addr(c, AF_UNIX, (struct sockaddr *)&sa, sizeof(sa), &err);
-	if (c->fd < 0)
-		return rhkv__fail(c, RHKV_ECONN, "connect to %s: %s", c->host,
-				  strerror(err));
-	return 0;
-}
-
-static int open_tcp(rhkv *c)
+/* The addresses to try: the unix socket's, or getaddrinfo()'s. */
+static int resolve(rhkv *c)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
 				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV };
-	struct addrinfo *res, *ai;
 	char port[16];
-	int err = 0, r;
+	int r;
 
-	snprintf(port, sizeof(port), "%d", c->port);
-	r = getaddrinfo(c->host, port, &hints, &res);
-	if (r != 0)
-		return rhkv__fail(c, RHKV_ECONN, "resolve %s: %s", c->host,
-				  gai_strerror(r));
-	for (ai = res; ai && c->fd < 0; ai = ai->ai_next)
-		c->fd = try_addr(c, ai->ai_family, ai->ai_addr, ai->ai_addrlen,
-				 &err);
-	freeaddrinfo(res);
-	if (c->fd < 0)
-		return rhkv__fail(c, RHKV_ECONN, "connect to %s:%d: %s",
-				  c->host, c->port, strerror(err));
+	if (c->host[0] == '/') {
+		size_t n = strlen(c->host);
+		struct addrinfo *ai;
+		struct sockaddr_un *sa;
+
+		if (n >= sizeof(sa->sun_path))
+			return rhkv__fail(c, RHKV_EINVAL,
+					  "socket path too long");
+		ai = calloc(1, sizeof(*ai) + sizeof(*sa));
+		if (!ai)
+			return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
+		sa = (struct sockaddr_un *)(ai + 1);
+		sa->sun_family = AF_UNIX;
+		memcpy(sa->sun_path, c->host, n + 1);
+		ai->ai_family = AF_UNIX;
+		ai->ai_addr = (struct sockaddr *)sa;
+		ai->ai_addrlen = sizeof(*sa);
+		c->ai_list = ai;
+		c->ai_unix = true;
+	} else {
+		snprintf(port, sizeof(port), "%d", c->port);
+		r = getaddrinfo(c->host, port, &hints, &c->ai_list);
+		if (r != 0) {
+			c->ai_list = NULL;
+			return rhkv__fail(c, RHKV_ECONN, "resolve %s: %s",
+					  c->host, gai_strerror(r));
+		}
+		c->ai_unix = false;
+	}
+	c->ai_next = c->ai_list;
 	return 0;
+}
+
+static void free_addrs(rhkv *c)
+{
+	if (c->ai_list && c->ai_unix)
+		free(c->ai_list);
+	else if (c->ai_list)
+		freeaddrinfo(c->ai_list);
+	c->ai_list = c->ai_next = NULL;
+}
+
+static int connect_failed(rhkv *c, int err)
+{
+	free_addrs(c);
+	if (c->host[0] == '/')
+		return rhkv__drop(c, RHKV_ECONN, "connect to %s: %s", c->host,
+				  strerror(err));
+	return rhkv__drop(c, RHKV_ECONN, "connect to %s:%d: %s", c->host,
+			  c->port, strerror(err));
 }
 
 static int on_auth(rhkv *c, void *ctx, size_t i, uint32_t status,
 		   const msgpack_object *payload)
 {
+	(void)ctx;
 	(void)i;
-	*(int *)ctx =
-		status == PROTO_ST_OK ? 0 : rhkv__status(c, status, payload);
+	if (status == PROTO_ST_OK)
+		return 0;
+	rhkv__status(c, status, payload);
+	/* the commands behind it fail with the reason, and a blocking
+	 * connect that waits for this reply learns it (rhkv__ensure) */
+	c->drop_err = RHKV_EAUTH;
+	return rhkv__drop(c, RHKV_EAUTH, "authentication refused: %s", c->err);
+}
+
+/* The connection is up (TLS included). */
+static int ready(rhkv *c)
+{
+	free_addrs(c);
+	c->state = RHKV__READY;
+	c->connect_deadline = 0;
+	c->progress_ms = rhkv__now_ms();
 	return 0;
 }
 
-static int authenticate(rhkv *c)
+int rhkv__connect_start(rhkv *c)
 {
-	struct rhkv__req r = { .op = PROTO_OP_AUTH,
-			       .key = c->opt.password,
-			       .klen = strlen(c->opt.password) };
-	int result = 0;
-	int rc = 0;
+	int rc, err = 0;
 
-	msgpack_sbuffer_clear(&c->sb);
-	if (rhkv__encode(&c->sb, &c->pk, c->next_id, &r))
-		return rhkv__drop(c, RHKV_ENOMEM, "out of memory");
-	rc = rhkv__exchange(c, c->sb.data, c->sb.size, c->next_id++, 1, on_auth,
-			    &result);
-	if (rc)
-		return rc;
-	if (result)
-		return rhkv__drop(c, RHKV_EAUTH, "authentication refused: %s",
-				  c->err);
-	return 0;
-}
-
-int rhkv__ensure(rhkv *c)
-{
-	int rc;
-
-	if (c->fd >= 0)
+	if (c->state != RHKV__CLOSED)
 		return 0;
 	if (!c->host || !*c->host || !c->rbuf)
 		return rhkv__fail(c, RHKV_EINVAL, "the handle was not made");
+	rhkv__settle(c);
 	c->roff = c->rlen = 0;
 	c->item_max = 0;
 	if (c->opt.tls && !c->tls_ctx) {
@@ -220,11 +242,115 @@ int rhkv__ensure(rhkv *c)
 		if (rc)
 			return rc;
 	}
-	rc = c->host[0] == '/' ? open_unix(c) : open_tcp(c);
-	if (rc == 0 && c->opt.tls)
-		rc = rhkv__tls_start(c);
-	if (rc == 0 && c->opt.password)
-		rc = authenticate(c);
+	rc = resolve(c);
+	if (rc)
+		return rc;
+	c->connect_deadline =
+		c->opt.connect_timeout_ms > 0
+			? rhkv__now_ms() + c->opt.connect_timeout_ms
+			: 0;
+	err = try_next(c, &err);
+	if (err) {
+		rc = connect_failed(c, err);
+		rhkv__settle(c);
+		return rc;
+	}
+	/* AUTH is the connection's first command: those queued after it
+	 * fail with RHKV_EAUTH when it is refused */
+	if (c->opt.password) {
+		struct rhkv__req r = { .op = PROTO_OP_AUTH,
+				       .key = c->opt.password,
+				       .klen = strlen(c->opt.password) };
+
+		if (rhkv__queue(c, &r, on_auth, NULL, 0, NULL, NULL) == 0) {
+			c->auth_seq = c->seq;
+		} else {
+			rc = rhkv__drop(c, RHKV_ENOMEM, "out of memory");
+			rhkv__settle(c);
+			return rc;
+		}
+	}
+	rhkv__notify(c);
+	return 0;
+}
+
+int rhkv__connect_step(rhkv *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+	socklen_t elen = sizeof(int);
+	int err = 0, rc;
+
+	if (c->state == RHKV__CONNECTING) {
+		/* only a writable (or failed) socket has finished */
+		if (poll(&pfd, 1, 0) <= 0)
+			return 0;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+			err = errno;
+		if (err == 0)
+			err = setup_fd(c, c->fd, !c->ai_unix);
+		if (err) {
+			/* the next address, if any */
+			close(c->fd);
+			c->fd = -1;
+			c->state = RHKV__CLOSED;
+			err = try_next(c, &err);
+			if (err)
+				return connect_failed(c, err);
+			return 0;
+		}
+		if (!c->opt.tls)
+			return ready(c);
+		c->state = RHKV__HANDSHAKE;
+		rc = rhkv__tls_begin(c);
+		if (rc)
+			return rc;
+	}
+	if (c->state == RHKV__HANDSHAKE) {
+		rc = rhkv__tls_step(c);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return ready(c);
+	}
+	return 0;
+}
+
+int rhkv__ensure(rhkv *c)
+{
+	int rc = 0;
+
+	rhkv__settle(c);
+	if (c->state == RHKV__CLOSED)
+		rc = rhkv__connect_start(c);
+	/* the server's answer to AUTH decides whether the connect worked */
+	if (rc == 0 && c->opt.password && c->done_seq < c->auth_seq) {
+		rc = rhkv__wait(c, c->auth_seq);
+		if (rc == 0 && c->state == RHKV__CLOSED)
+			rc = c->drop_err ? c->drop_err : RHKV_ECONN;
+	}
+	while (rc == 0 && c->state != RHKV__READY) {
+		struct pollfd pfd = { .fd = c->fd,
+				      .events = rhkv__wants(c) == RHKV_WANT_READ
+							? POLLIN
+							: POLLOUT };
+		long long left = rhkv__deadline_left(c, rhkv__now_ms());
+		int r = left == 0 ? 0
+				  : poll(&pfd, 1,
+					 left < 0 ? -1
+						  : (int)(left > INT32_MAX
+								  ? INT32_MAX
+								  : left));
+
+		if (r < 0 && errno != EINTR)
+			rc = rhkv__drop(c, RHKV_ECONN, "poll: %s",
+					strerror(errno));
+		else if (r == 0)
+			rc = rhkv__expire(c, rhkv__now_ms());
+		else if (r > 0)
+			rc = rhkv__connect_step(c);
+	}
+	if (rc)
+		rhkv__settle(c);
 	return rc;
 }
 
@@ -234,12 +360,40 @@ void rhkv__disconnect(rhkv *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	c->state = RHKV__CLOSED;
+	free_addrs(c);
+	c->connect_deadline = 0;
 	c->roff = c->rlen = 0;
+	c->out_off = 0;
+	msgpack_sbuffer_clear(&c->out);
 	c->item_max = 0;
+	rhkv__notify(c);
 }
 
-int rhkv_connect(rhkv **out, const char *host, int port,
-		 const struct rhkv_options *o)
+int rhkv_set_timeouts(rhkv *c, int connect_timeout_ms, int io_timeout_ms)
+{
+	if (!c)
+		return RHKV_EINVAL;
+	if (connect_timeout_ms >= 0) {
+		if (c->connect_deadline)
+			c->connect_deadline +=
+				connect_timeout_ms - c->opt.connect_timeout_ms;
+		c->opt.connect_timeout_ms = connect_timeout_ms;
+	}
+	if (io_timeout_ms >= 0) {
+		c->opt.io_timeout_ms = io_timeout_ms;
+		if (c->state == RHKV__READY && rhkv__set_rcvtimeo(c, c->fd))
+			return rhkv__drop(c, RHKV_ECONN, "setsockopt: %s",
+					  strerror(errno));
+	}
+	rhkv__notify(c);
+	return 0;
+}
+
+/* Makes the handle: *out is set even on failure when the handle itself
+ * could be made (then every call fails with EINVAL and errstr says why). */
+static int make(rhkv **out, const char *host, int port,
+		const struct rhkv_options *o)
 {
 	const char *why = NULL;
 	rhkv *c;
@@ -253,8 +407,11 @@ int rhkv_connect(rhkv **out, const char *host, int port,
 		return RHKV_ENOMEM;
 	c->fd = -1;
 	c->next_id = 1;
+	c->told_fd = -1;
 	msgpack_sbuffer_init(&c->sb);
 	msgpack_packer_init(&c->pk, &c->sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(&c->out);
+	msgpack_packer_init(&c->opk, &c->out, msgpack_sbuffer_write);
 	proto_bin_decoder_init(&c->dec);
 	*out = c;
 	if (o)
@@ -271,30 +428,65 @@ int rhkv_connect(rhkv **out, const char *host, int port,
 		c->host = NULL; /* every call then fails with EINVAL */
 		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
 	}
+	c->prefix_len = c->opt.key_prefix ? strlen(c->opt.key_prefix) : 0;
 	if (!host || !*host || port < 0 || port > 65535 ||
-	    c->opt.connect_timeout_ms < 0 || c->opt.io_timeout_ms < 0)
-		why = "bad host, port or timeout";
+	    c->opt.connect_timeout_ms < 0 || c->opt.io_timeout_ms < 0 ||
+	    c->opt.keepalive_s < 0)
+		why = "bad host, port, timeout or keepalive";
 	/* a unix socket has no name to check the certificate against */
 	else if (c->opt.tls && host[0] == '/' && !c->opt.tls_server_name &&
 		 !c->opt.tls_insecure)
 		why = "TLS over a unix socket needs tls_server_name";
+	else if (c->prefix_len &&
+		 (c->prefix_len >= PROTO_BIN_KEY_MAX ||
+		  !proto_bin_key_ok(c->opt.key_prefix, c->prefix_len)))
+		why = "key_prefix is not a valid key shorter than 250 bytes";
 	if (why) {
 		free(c->host);
 		c->host = NULL; /* every call then fails with EINVAL */
 		return rhkv__fail(c, RHKV_EINVAL, "%s", why);
 	}
-	return rhkv__ensure(c);
+	return 0;
+}
+
+int rhkv_connect(rhkv **out, const char *host, int port,
+		 const struct rhkv_options *o)
+{
+	int rc = make(out, host, port, o);
+
+	return rc ? rc : rhkv__ensure(*out);
+}
+
+int rhkv_new(rhkv **out, const char *host, int port,
+	     const struct rhkv_options *o)
+{
+	int rc = make(out, host, port, o);
+
+	if (rc && out) {
+		rhkv_close(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void rhkv_close(rhkv *c)
 {
+	struct rhkv_event_hooks none = { 0 };
+
 	if (!c)
 		return;
 	rhkv__tls_end(c, c->fd >= 0);
-	rhkv__disconnect(c);
+	if (c->pq_len)
+		rhkv__drop(c, RHKV_ECONN, "the handle was closed");
+	else
+		rhkv__disconnect(c);
+	rhkv__settle(c);
+	rhkv_set_event_hooks(c, &none);
 	SSL_CTX_free(c->tls_ctx);
 	msgpack_sbuffer_destroy(&c->sb);
+	msgpack_sbuffer_destroy(&c->out);
 	proto_bin_decoder_destroy(&c->dec);
+	free(c->pq);
 	free(c->rbuf);
 	free(c->host);
 	rhkv__options_free(&c->opt);

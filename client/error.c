@@ -74,6 +74,9 @@ int rhkv__drop(rhkv *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* the first error is the one its commands fail with */
+	if (!c->drop_err && c->pq_len)
+		c->drop_err = err;
 	rhkv__disconnect(c);
 	va_start(ap, fmt);
 	vrecord(c, err, fmt, ap);

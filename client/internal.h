@@ -19,6 +19,8 @@
 
 #include "proto/binary.h"
 
+struct addrinfo;
+
 /* Largest reply frame body accepted (an mget of many large values). */
 #define RHKV__REPLY_MAX (1u << 30)
 /* The read buffer's first size, and the least room one read is given. */
@@ -28,18 +30,79 @@
  * server for its limit (a longer frame would make it close). */
 #define RHKV__ITEM_DEFAULT (1u << 20)
 
+/*
+ * Called for reply i (0-based) of an exchange, with its status and its
+ * decoded payload. Copies what it keeps: the payload lives until the next
+ * reply is decoded (its bytes are the read buffer's, its objects the
+ * decoder's zone). Returns 0, or RHKV_EPROTO for a payload of the wrong
+ * shape (the connection is then dropped).
+ */
+typedef int (*rhkv__reply_fn)(rhkv *c, void *ctx, size_t i, uint32_t status,
+			      const msgpack_object *payload);
+
+/* Where a handle's connection is. */
+enum rhkv__state {
+	RHKV__CLOSED,	  /* no connection: the next command connects */
+	RHKV__CONNECTING, /* a non-blocking connect() in progress */
+	RHKV__HANDSHAKE,  /* TLS: SSL_connect in progress */
+	RHKV__READY,	  /* frames flow */
+};
+
+/*
+ * A command sent (or queued to be sent) whose reply has not come. Replies
+ * come in order, so these form a FIFO. Internal calls name a handler
+ * (fn, ctx, index); commands of the public non-blocking API a callback
+ * (cb, arg) and their op, whose reply async.c decodes for it.
+ */
+struct rhkv__pending {
+	uint64_t id;  /* the frame's id, checked against the reply's */
+	uint64_t seq; /* the handle's submission count: c->done_seq order */
+	rhkv__reply_fn fn;
+	void *ctx;
+	size_t index;
+	rhkv_callback cb;
+	void *arg;
+	uint32_t op;
+};
+
 struct rhkv {
-	int fd;	  /* -1: none; the next call connects */
-	SSL *ssl; /* with opt.tls, on fd (non-blocking then); else NULL */
-	SSL_CTX *tls_ctx; /* made at the first connect with opt.tls */
+	int fd;			    /* -1: none */
+	int state;		    /* enum rhkv__state */
+	SSL *ssl;		    /* with opt.tls, on fd; else NULL */
+	SSL_CTX *tls_ctx;	    /* made at the first connect with opt.tls */
+	short ssl_rwant, ssl_wwant; /* TLS: what the last read / write
+				       waits for (POLLIN or POLLOUT) */
 	char *host;
 	int port;
-	struct rhkv_options opt; /* its strings are our copies */
+	struct rhkv_options opt;	    /* its strings are our copies */
+	size_t prefix_len;		    /* strlen(opt.key_prefix) */
+	struct addrinfo *ai_list, *ai_next; /* connecting: addresses left */
+	bool ai_unix; /* ai_list is the unix socket's (ours to free) */
+	long long connect_deadline; /* connecting: 0 none */
 	uint64_t next_id;
 	uint64_t item_max;  /* the server's item size limit; 0: not asked */
-	msgpack_sbuffer sb; /* the request of the current call */
+	msgpack_sbuffer sb; /* scratch: a request being encoded */
 	msgpack_packer pk;
-	struct proto_bin_decoder dec; /* replies; its zone lives with c */
+	/* Frames queued to be sent: out.data[out_off .. out.size). */
+	msgpack_sbuffer out;
+	msgpack_packer opk;
+	size_t out_off;
+	/* Commands awaiting their reply, oldest at pq[pq_head]. */
+	struct rhkv__pending *pq;
+	size_t pq_head, pq_len, pq_cap;
+	uint64_t seq;	       /* commands submitted, ever */
+	uint64_t done_seq;     /* commands answered or failed, ever */
+	uint64_t auth_seq;     /* the seq of the connection's AUTH */
+	long long progress_ms; /* last byte moved (or first command queued
+				  on an idle handle): the I/O deadline's
+				  origin */
+	int drop_err;	       /* the connection was dropped with this error;
+				  its pending commands fail at the next safe
+				  point (rhkv__settle) */
+	int in_callback;       /* > 0: inside a reply callback */
+	struct rhkv_event_hooks hooks; /* an event loop's, or zero */
+	int told_fd, told_wants;       /* what hooks.update heard last */
+	struct proto_bin_decoder dec;  /* replies; its zone lives with c */
 	char *rbuf; /* replies: unread bytes are rbuf[roff .. rlen) */
 	size_t roff, rlen, rcap;
 	char err[256];
@@ -97,10 +160,14 @@ struct rhkv__req {
 	const struct proto_bin_meta *meta; /* meta ops: the options map */
 };
 
-/* Appends r as one frame with id to sb (through pk, which writes to sb).
- * 0, or RHKV_ENOMEM with sb as it was. */
-int rhkv__encode(msgpack_sbuffer *sb, msgpack_packer *pk, uint64_t id,
-		 const struct rhkv__req *r);
+/* Whether key (klen bytes) is a valid key once c's key prefix is put in
+ * front of it. */
+bool rhkv__key_ok(const rhkv *c, size_t klen, const void *key);
+/* Appends r as one frame with id to sb (through pk, which writes to sb),
+ * its key behind c's key prefix. 0, or RHKV_EBADKEY or RHKV_ENOMEM with
+ * sb as it was. */
+int rhkv__encode(const rhkv *c, msgpack_sbuffer *sb, msgpack_packer *pk,
+		 uint64_t id, const struct rhkv__req *r);
 
 /* Values above the default item size limit: asks the server for its limit
  * (once per connection), since it closes on a longer frame. 0, or
@@ -109,10 +176,22 @@ int rhkv__check_size(rhkv *c, size_t vlen);
 
 /* ---- the connection (conn.c) ---- */
 
-/* Connects when c has no connection. 0 or RHKV_E*. */
+/* Connects when c has no connection, waiting (within the connect
+ * timeout) for a connect the event loop started; AUTH follows as c's first
+ * command. 0 or RHKV_E*. */
 int rhkv__ensure(rhkv *c);
+/* Starts a non-blocking connect when c has none: the state becomes
+ * CONNECTING (or READY at once); AUTH is queued first. 0 or RHKV_E*. */
+int rhkv__connect_start(rhkv *c);
+/* Moves a connect on after its socket reported an event. 0 (see
+ * c->state) or RHKV_E* with the connection dropped. */
+int rhkv__connect_step(rhkv *c);
+/* Sets SO_RCVTIMEO on fd to the I/O timeout (plain TCP only). 0 or an
+ * errno value. */
+int rhkv__set_rcvtimeo(rhkv *c, int fd);
 /* Closes c's connection, if any, without a word to the server: the next
- * call connects again. */
+ * call connects again. Queued frames are discarded; pending commands are
+ * left to rhkv__settle. */
 void rhkv__disconnect(rhkv *c);
 
 /* *dst = *src with copies of src's strings. 0, or RHKV_ENOMEM; either way
@@ -126,11 +205,13 @@ void rhkv__options_free(struct rhkv_options *o);
 /* Makes c->tls_ctx from c->opt (the CAs, the client certificate). 0, or
  * RHKV_ETLS (a file that does not load) or RHKV_ENOMEM. */
 int rhkv__tls_ctx(rhkv *c);
-/* The handshake on the just connected, non-blocking c->fd, within the
- * connect timeout; checks the server's certificate unless tls_insecure.
- * 0, or RHKV_ETLS (verification or handshake failed), RHKV_ETIMEDOUT or
- * RHKV_ECONN with the connection dropped. */
-int rhkv__tls_start(rhkv *c);
+/* Makes c->ssl on the just connected c->fd. 0 or RHKV_E* (dropped). */
+int rhkv__tls_begin(rhkv *c);
+/* One step of the handshake: 0 done, 1 to be retried once c->fd reports
+ * c->ssl_wwant, or RHKV_ETLS (verification or handshake failed) or
+ * RHKV_ECONN with the connection dropped. Checks the server's certificate
+ * unless tls_insecure. */
+int rhkv__tls_step(rhkv *c);
 /* One SSL_read_ex / SSL_write_ex: 0 with *n bytes moved, or, when *n is
  * 0, to be retried once c->fd reports *want (POLLIN or POLLOUT). Else the
  * failure, the connection dropped: RHKV_ECONN (lost or closed) or
@@ -145,31 +226,80 @@ bool rhkv__tls_pending(const rhkv *c);
  * connection closed on purpose). */
 void rhkv__tls_end(rhkv *c, bool notify);
 
-/* ---- exchanging frames (io.c) ---- */
+/* ---- the engine (io.c): queued frames, replies, waiting ---- */
 
 /*
- * Called for reply i (0-based) of an exchange, with its status and its
- * decoded payload. Copies what it keeps: the payload lives until the next
- * reply is decoded (its bytes are the read buffer's, its objects the
- * decoder's zone). Returns 0, or RHKV_EPROTO for a payload of the wrong
- * shape (the connection is then dropped).
+ * Appends out[0..len) (n frames with ids first_id, first_id + 1, ...) to
+ * c's queue, each reply to go to fn with its index 0..n-1. The frames are
+ * sent by the next flush. 0, or RHKV_ENOMEM with nothing queued.
  */
-typedef int (*rhkv__reply_fn)(rhkv *c, void *ctx, size_t i, uint32_t status,
-			      const msgpack_object *payload);
+int rhkv__submit(rhkv *c, const char *out, size_t len, uint64_t first_id,
+		 size_t n, rhkv__reply_fn fn, void *ctx);
+/* Encodes r as one frame onto c's queue with a pending entry for it (fn,
+ * ctx, index; or, fn NULL, the public callback cb/arg). 0, RHKV_EBADKEY
+ * (nothing queued) or RHKV_ENOMEM. */
+int rhkv__queue(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
+		void *ctx, size_t index, rhkv_callback cb, void *arg);
+/* The seq of the last command queued (wait for it with rhkv__wait). */
+static inline uint64_t rhkv__last_seq(const rhkv *c)
+{
+	return c->seq;
+}
 
 /*
- * Sends out[0..len) (n requests with ids first_id, first_id + 1, ...) and
- * reads the n replies in order, handing each to fn. One send in the common
- * case; while the socket is full, replies are read as they come so that
- * neither side waits on the other. The whole exchange has the I/O timeout.
- * 0, or the connection's error (the connection is dropped).
+ * Blocks until every command up to seq is answered (or failed): sends
+ * what is queued and reads replies, polling c's socket, the I/O deadline
+ * restarting whenever bytes move. 0, or the error that dropped the
+ * connection (the commands not answered then are failed).
  */
+int rhkv__wait(rhkv *c, uint64_t seq);
+/* As rhkv__wait, but returns as soon as fewer than budget bytes wait to be
+ * sent (the streaming pipeline's back-pressure). */
+int rhkv__drain(rhkv *c, size_t budget);
+
+/* One non-blocking round: sends what it can, reads what has come (each
+ * complete reply dispatched). 0 or the connection's error. */
+int rhkv__io(rhkv *c, bool can_read, bool can_write);
+/* Fails the commands of a dropped connection (the safe point after
+ * rhkv__drop, outside any reply handler). */
+void rhkv__settle(rhkv *c);
+/* Tells an event loop's hooks what c waits for now, if that changed. */
+void rhkv__notify(rhkv *c);
+/* What c waits for: RHKV_WANT_READ / RHKV_WANT_WRITE bits. */
+int rhkv__wants(const rhkv *c);
+/* ms until the connect or I/O deadline (0: passed), -1: none. */
+long long rhkv__deadline_left(const rhkv *c, long long now);
+/* Past the deadline: drops the connection with RHKV_ETIMEDOUT. 0 (not
+ * past) or RHKV_ETIMEDOUT. */
+int rhkv__expire(rhkv *c, long long now);
+
+/* One request, its reply to fn: the blocking call of ops.c. Clears the
+ * handle's errstr, connects when needed, queues, waits. */
+int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
+	       void *ctx);
+/* Sends out[0..len) (n frames from first_id) and waits for their replies,
+ * each to fn: rhkv__submit and rhkv__wait after connecting. */
 int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
 		   size_t n, rhkv__reply_fn fn, void *ctx);
 
-/* One request in c->sb, its reply to fn: the blocking call of ops.c. Checks
- * the key of ops that have one first (RHKV_EBADKEY, no round trip). */
-int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
-	       void *ctx);
+/* A public command as a request: r (and meta, for the meta ops, which r
+ * then points at) filled, its key and size checked. 0 or RHKV_E*
+ * (recorded in errstr). */
+int rhkv__cmd_req(rhkv *c, const struct rhkv_cmd *cmd, struct rhkv__req *r,
+		  struct proto_bin_meta *meta);
+/* The meta ops' options map from cmd's options struct (meta.c). */
+int rhkv__meta_opts(rhkv *c, const struct rhkv_cmd *cmd,
+		    struct proto_bin_meta *opts);
+/* Whether a meta reply of this status carries a result map. */
+bool rhkv__meta_has_result(uint32_t status);
+/* A meta reply's metadata into out (its value not copied: data NULL). */
+void rhkv__meta_fill(const struct proto_bin_meta_reply *mr,
+		     struct rhkv_meta *out);
+
+/* Decodes the reply of a public command for its callback (async.c). */
+void rhkv__deliver(rhkv *c, const struct rhkv__pending *p, uint32_t status,
+		   const msgpack_object *payload);
+/* Fails a public command's callback with err (async.c). */
+void rhkv__deliver_error(rhkv *c, const struct rhkv__pending *p, int err);
 
 #endif

@@ -1,11 +1,22 @@
 /*
- * Moving frames: one exchange sends a batch of requests and reads their
- * replies in order, under one deadline. The common call costs one send()
- * and one recv(): the socket is blocking with SO_RCVTIMEO set to the I/O
- * timeout, sends use MSG_DONTWAIT, and poll() is only used once a call has
- * had to wait (a full socket, or a reply in several pieces). Over TLS the
- * socket is non-blocking and every wait is a poll() for the event that
- * OpenSSL asks for (a read may need to write, and a write to read).
+ * The engine under every call: frames queue in the handle's output
+ * buffer, each with a pending record; flushes send what the socket takes;
+ * reads decode every complete reply and hand it to its record's handler
+ * (an internal function, or a public callback through async.c). The
+ * blocking calls wait on this engine with poll(); event loops drive it
+ * through rhkv_on_readable() and friends (async.c).
+ *
+ * The common blocking call still costs one send() and one recv(): over
+ * TCP the socket is blocking with SO_RCVTIMEO set to the I/O timeout,
+ * every send and every read that must not wait passes MSG_DONTWAIT, and a
+ * blocking wait for a reply is recv() itself. Over TLS every wait is a
+ * poll() for what OpenSSL asks (a read may need to write, and a write to
+ * read).
+ *
+ * A dropped connection (rhkv__drop) only closes the socket and records
+ * the error: its pending commands are failed at the next safe point
+ * (rhkv__settle), outside the handler that found the failure, so that no
+ * callback runs in the middle of a decode.
  */
 #include "internal.h"
 
@@ -24,15 +35,98 @@ long long rhkv__now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct xfer {
-	rhkv *c;
-	long long deadline; /* 0: none */
-	uint64_t first_id;
-	size_t n, done; /* replies expected, replies handled */
-	short want;	/* TLS: the event the last read waits for */
-	rhkv__reply_fn fn;
-	void *ctx;
-};
+/* ---- the pending FIFO ---- */
+
+static struct rhkv__pending *pq_at(const rhkv *c, size_t i)
+{
+	return &c->pq[(c->pq_head + i) % c->pq_cap];
+}
+
+static int pq_push(rhkv *c, const struct rhkv__pending *p)
+{
+	if (c->pq_len == c->pq_cap) {
+		size_t cap = c->pq_cap ? 2 * c->pq_cap : 64;
+		struct rhkv__pending *q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return RHKV_ENOMEM;
+		for (size_t i = 0; i < c->pq_len; i++)
+			q[i] = *pq_at(c, i);
+		free(c->pq);
+		c->pq = q;
+		c->pq_cap = cap;
+		c->pq_head = 0;
+	}
+	if (c->pq_len == 0 && c->state == RHKV__READY)
+		c->progress_ms = rhkv__now_ms(); /* the deadline starts now */
+	*pq_at(c, c->pq_len++) = *p;
+	c->seq = p->seq;
+	return 0;
+}
+
+static struct rhkv__pending pq_pop(rhkv *c)
+{
+	struct rhkv__pending p = *pq_at(c, 0);
+
+	c->pq_head = (c->pq_head + 1) % c->pq_cap;
+	c->pq_len--;
+	c->done_seq = p.seq;
+	return p;
+}
+
+/* ---- queueing ---- */
+
+int rhkv__submit(rhkv *c, const char *out, size_t len, uint64_t first_id,
+		 size_t n, rhkv__reply_fn fn, void *ctx)
+{
+	size_t was = c->out.size;
+
+	if (msgpack_sbuffer_write(&c->out, out, len))
+		return RHKV_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct rhkv__pending p = { .id = first_id + i,
+					   .seq = c->seq + 1,
+					   .fn = fn,
+					   .ctx = ctx,
+					   .index = i };
+
+		if (pq_push(c, &p)) {
+			/* undo: the frames queued must match the records */
+			c->out.size = was;
+			while (i--) {
+				c->pq_len--;
+				c->seq--;
+			}
+			return RHKV_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int rhkv__queue(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
+		void *ctx, size_t index, rhkv_callback cb, void *arg)
+{
+	struct rhkv__pending p = { .id = c->next_id,
+				   .seq = c->seq + 1,
+				   .fn = fn,
+				   .ctx = ctx,
+				   .index = index,
+				   .cb = cb,
+				   .arg = arg };
+	size_t was = c->out.size;
+	int rc = rhkv__encode(c, &c->out, &c->opk, c->next_id, r);
+
+	if (rc)
+		return rc;
+	if (pq_push(c, &p)) {
+		c->out.size = was;
+		return RHKV_ENOMEM;
+	}
+	c->next_id++;
+	return 0;
+}
+
+/* ---- reading and dispatching replies ---- */
 
 /* Makes room for `need` unread bytes plus one read's worth. */
 static int reserve(rhkv *c, size_t need)
@@ -68,12 +162,32 @@ static int reserve(rhkv *c, size_t need)
 	return 0;
 }
 
-/* Hands every complete reply in the buffer to fn. */
-static int consume(struct xfer *x)
+/* Hands one decoded reply to its pending record. */
+static int dispatch(rhkv *c, const struct proto_bin_reply *reply)
 {
-	rhkv *c = x->c;
+	struct rhkv__pending p = pq_pop(c);
+	int rc = 0;
 
-	while (x->done < x->n) {
+	if (reply->id != p.id)
+		return rhkv__drop(c, RHKV_EPROTO,
+				  "reply id %llu, expected %llu",
+				  (unsigned long long)reply->id,
+				  (unsigned long long)p.id);
+	c->in_callback++;
+	if (p.fn)
+		rc = p.fn(c, p.ctx, p.index, reply->status, &reply->payload);
+	else
+		rhkv__deliver(c, &p, reply->status, &reply->payload);
+	c->in_callback--;
+	if (rc)
+		return rhkv__drop(c, rc, "malformed reply payload");
+	return 0;
+}
+
+/* Dispatches every complete reply in the read buffer. */
+static int consume(rhkv *c)
+{
+	while (c->fd >= 0) {
 		size_t avail = c->rlen - c->roff;
 		struct proto_bin_reply reply;
 		uint32_t blen;
@@ -82,6 +196,8 @@ static int consume(struct xfer *x)
 		switch (proto_bin_frame_len(c->rbuf + c->roff, avail,
 					    RHKV__REPLY_MAX, &blen)) {
 		case PROTO_BIN_FRAME_NEED_MORE:
+			if (avail == 0)
+				c->roff = c->rlen = 0;
 			return 0;
 		case PROTO_BIN_FRAME_TOO_LARGE:
 			return rhkv__drop(c, RHKV_EPROTO,
@@ -91,64 +207,29 @@ static int consume(struct xfer *x)
 		}
 		if (avail - PROTO_BIN_HEADER < blen)
 			return reserve(c, PROTO_BIN_HEADER + (size_t)blen);
-		/* the payload lives until the next decode: fn consumes it
-		 * before this loop decodes the next reply */
+		if (c->pq_len == 0)
+			return rhkv__drop(c, RHKV_EPROTO,
+					  "a reply nobody asked for");
+		/* the payload lives until the next decode: the handler uses
+		 * it before this loop decodes the next reply */
 		if (proto_bin_decode_reply(&c->dec,
 					   c->rbuf + c->roff + PROTO_BIN_HEADER,
 					   blen, &reply) != PROTO_BIN_OK)
 			return rhkv__drop(c, RHKV_EPROTO, "malformed reply");
-		if (reply.id != x->first_id + x->done)
-			return rhkv__drop(
-				c, RHKV_EPROTO, "reply id %llu, expected %llu",
-				(unsigned long long)reply.id,
-				(unsigned long long)(x->first_id + x->done));
-		rc = x->fn(c, x->ctx, x->done, reply.status, &reply.payload);
-		if (rc != 0)
-			return rhkv__drop(c, rc, "malformed reply payload");
 		c->roff += PROTO_BIN_HEADER + blen;
-		x->done++;
+		rc = dispatch(c, &reply);
+		if (rc)
+			return rc;
 	}
-	return 0;
-}
-
-/* Waits for events on the socket until the deadline. */
-static int wait_fd(struct xfer *x, short events, short *revents)
-{
-	rhkv *c = x->c;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = c->fd, .events = events };
-		int ms = -1, r;
-
-		if (x->deadline) {
-			long long l = x->deadline - rhkv__now_ms();
-
-			if (l <= 0)
-				return rhkv__drop(c, RHKV_ETIMEDOUT,
-						  "no reply within %d ms",
-						  c->opt.io_timeout_ms);
-			ms = l > INT32_MAX ? INT32_MAX : (int)l;
-		}
-		r = poll(&pfd, 1, ms);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return rhkv__drop(c, RHKV_ECONN, "poll: %s",
-					  strerror(errno));
-		if (r == 0)
-			continue; /* the deadline check above fires */
-		*revents = pfd.revents;
-		return 0;
-	}
+	return c->drop_err;
 }
 
 /*
- * One recv() into the buffer. blocking: wait in recv() itself (SO_RCVTIMEO
- * bounds it); else the socket was reported readable. 0, or the error.
+ * One read into the buffer. block: wait in recv() itself (plain TCP:
+ * SO_RCVTIMEO bounds it). 0 (bytes or none), or the error.
  */
-static int read_some(struct xfer *x, bool blocking)
+static int read_some(rhkv *c, bool block)
 {
-	rhkv *c = x->c;
 	ssize_t got;
 	int rc = reserve(c, 0);
 
@@ -157,129 +238,318 @@ static int read_some(struct xfer *x, bool blocking)
 	if (c->ssl) {
 		size_t n;
 
-		x->want = POLLIN;
+		c->ssl_rwant = POLLIN;
 		rc = rhkv__tls_read(c, c->rbuf + c->rlen, c->rcap - c->rlen, &n,
-				    &x->want);
-		c->rlen += n;
-		return rc == 0 && n > 0 ? consume(x) : rc;
+				    &c->ssl_rwant);
+		if (rc || n == 0)
+			return rc;
+		got = (ssize_t)n;
+	} else {
+		got = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen,
+			   block ? 0 : MSG_DONTWAIT);
+		if (got == 0)
+			return rhkv__drop(c, RHKV_ECONN,
+					  "the server closed the connection");
+		if (got < 0) {
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == EWOULDBLOCK)
+				return 0;
+			return rhkv__drop(c, RHKV_ECONN, "recv: %s",
+					  strerror(errno));
+		}
 	}
-	got = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen,
-		   blocking ? 0 : MSG_DONTWAIT);
-	if (got > 0) {
-		c->rlen += (size_t)got;
-		return consume(x);
-	}
-	if (got == 0)
-		return rhkv__drop(c, RHKV_ECONN,
-				  "the server closed the connection");
-	if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
-		if (x->deadline && rhkv__now_ms() >= x->deadline)
-			return rhkv__drop(c, RHKV_ETIMEDOUT,
-					  "no reply within %d ms",
-					  c->opt.io_timeout_ms);
-		return 0;
-	}
-	return rhkv__drop(c, RHKV_ECONN, "recv: %s", strerror(errno));
+	c->rlen += (size_t)got;
+	c->progress_ms = rhkv__now_ms();
+	return consume(c);
 }
 
-static int send_all(struct xfer *x, const char *out, size_t len, bool *waited)
-{
-	rhkv *c = x->c;
-	size_t sent = 0;
-	short rev;
-	int rc;
+/* ---- sending ---- */
 
-	while (sent < len) {
-		short want = POLLOUT;
+/* Sends queued frames until the socket is full or nothing is left. */
+static int flush(rhkv *c)
+{
+	while (c->out_off < c->out.size) {
+		const char *p = c->out.data + c->out_off;
+		size_t len = c->out.size - c->out_off;
 		ssize_t w;
 
 		if (c->ssl) {
 			size_t n;
+			int rc;
 
-			rc = rhkv__tls_write(c, out + sent, len - sent, &n,
-					     &want);
+			c->ssl_wwant = POLLOUT;
+			rc = rhkv__tls_write(c, p, len, &n, &c->ssl_wwant);
 			if (rc)
 				return rc;
+			if (n == 0)
+				return 0;
 			w = (ssize_t)n;
-			if (w == 0)
-				errno = EAGAIN;
 		} else {
-			w = send(c->fd, out + sent, len - sent,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			w = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 0;
+			if (w < 0)
+				return rhkv__drop(c, RHKV_ECONN, "send: %s",
+						  strerror(errno));
 		}
-		if (w > 0) {
-			sent += (size_t)w;
-			continue;
+		c->out_off += (size_t)w;
+		c->progress_ms = rhkv__now_ms();
+		/* a stream that never empties the buffer must not grow it:
+		 * the unsent tail moves to the front once it is the smaller
+		 * part */
+		if (c->out_off >= c->out.size - c->out_off &&
+		    c->out_off < c->out.size) {
+			memmove(c->out.data, c->out.data + c->out_off,
+				c->out.size - c->out_off);
+			c->out.size -= c->out_off;
+			c->out_off = 0;
 		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return rhkv__drop(c, RHKV_ECONN, "send: %s",
-					  strerror(errno));
-		/* full: wait for room, reading replies meanwhile so that a
-		 * server that stops reading until they drain goes on */
-		*waited = true;
-		rc = wait_fd(x, want | POLLIN, &rev);
-		if (rc == 0 && (rev & POLLIN))
-			rc = read_some(x, false);
-		if (rc)
-			return rc;
 	}
+	c->out_off = 0;
+	msgpack_sbuffer_clear(&c->out);
 	return 0;
 }
+
+static size_t unsent(const rhkv *c)
+{
+	return c->out.size - c->out_off;
+}
+
+int rhkv__io(rhkv *c, bool can_read, bool can_write)
+{
+	int rc = 0;
+
+	if (c->state != RHKV__READY) {
+		if (c->state == RHKV__CLOSED)
+			return c->drop_err;
+		rc = rhkv__connect_step(c);
+		if (rc || c->state != RHKV__READY)
+			return rc;
+		can_write = true; /* try at once: the socket is new */
+	}
+	if (can_write && unsent(c))
+		rc = flush(c);
+	/* OpenSSL may hold decrypted bytes that poll() cannot see */
+	if (rc == 0 && (can_read || rhkv__tls_pending(c)))
+		rc = read_some(c, false);
+	/* a TLS write that waited for a read may go on now */
+	if (rc == 0 && c->ssl && can_read && unsent(c))
+		rc = flush(c);
+	return rc;
+}
+
+/* ---- failing, waiting, deadlines ---- */
+
+void rhkv__settle(rhkv *c)
+{
+	struct rhkv__pending *q = c->pq;
+	size_t head = c->pq_head, len = c->pq_len, cap = c->pq_cap;
+	int err = c->drop_err;
+
+	if (!err || c->in_callback)
+		return;
+	/* The failed records are taken out first: their callbacks may queue
+	 * new commands (and start a new connection) on a clean queue. */
+	c->pq = NULL;
+	c->pq_head = c->pq_len = c->pq_cap = 0;
+	c->drop_err = 0;
+	c->in_callback++;
+	for (size_t i = 0; i < len; i++) {
+		const struct rhkv__pending *p = &q[(head + i) % cap];
+
+		if (c->done_seq < p->seq)
+			c->done_seq = p->seq;
+		if (!p->fn)
+			rhkv__deliver_error(c, p, err);
+	}
+	c->in_callback--;
+	free(q);
+}
+
+int rhkv__wants(const rhkv *c)
+{
+	int w = 0;
+
+	switch (c->state) {
+	case RHKV__CONNECTING:
+		return RHKV_WANT_WRITE;
+	case RHKV__HANDSHAKE:
+		return c->ssl_wwant == POLLIN ? RHKV_WANT_READ
+					      : RHKV_WANT_WRITE;
+	case RHKV__READY:
+		break;
+	default:
+		return 0;
+	}
+	/* always read: a server that closes an idle connection is noticed */
+	w |= c->ssl && c->ssl_rwant == POLLOUT ? RHKV_WANT_WRITE
+					       : RHKV_WANT_READ;
+	if (unsent(c))
+		w |= c->ssl && c->ssl_wwant == POLLIN ? RHKV_WANT_READ
+						      : RHKV_WANT_WRITE;
+	return w;
+}
+
+long long rhkv__deadline_left(const rhkv *c, long long now)
+{
+	long long end;
+
+	if (c->state == RHKV__CONNECTING || c->state == RHKV__HANDSHAKE) {
+		if (!c->connect_deadline)
+			return -1;
+		end = c->connect_deadline;
+	} else if (c->state == RHKV__READY && c->pq_len &&
+		   c->opt.io_timeout_ms > 0) {
+		end = c->progress_ms + c->opt.io_timeout_ms;
+	} else {
+		return -1;
+	}
+	return end > now ? end - now : 0;
+}
+
+int rhkv__expire(rhkv *c, long long now)
+{
+	if (rhkv__deadline_left(c, now) != 0)
+		return 0;
+	if (c->state == RHKV__READY)
+		return rhkv__drop(c, RHKV_ETIMEDOUT,
+				  "no reply within %d ms (%zu commands "
+				  "waiting)",
+				  c->opt.io_timeout_ms, c->pq_len);
+	return rhkv__drop(c, RHKV_ETIMEDOUT, "no connection within %d ms",
+			  c->opt.connect_timeout_ms);
+}
+
+/* Waits for c's socket, at most until its deadline; then one round of
+ * I/O for what it reported. */
+static int poll_once(rhkv *c)
+{
+	int wants = rhkv__wants(c);
+	struct pollfd pfd = { .fd = c->fd };
+	long long left = rhkv__deadline_left(c, rhkv__now_ms());
+	int r;
+
+	if (wants & RHKV_WANT_READ)
+		pfd.events |= POLLIN;
+	if (wants & RHKV_WANT_WRITE)
+		pfd.events |= POLLOUT;
+	if (left == 0)
+		return rhkv__expire(c, rhkv__now_ms());
+	r = poll(&pfd, 1, left < 0 ? -1 : left > INT32_MAX ? INT32_MAX : left);
+	if (r < 0 && errno != EINTR)
+		return rhkv__drop(c, RHKV_ECONN, "poll: %s", strerror(errno));
+	if (r <= 0)
+		return rhkv__expire(c, rhkv__now_ms());
+	/* an error or hang-up is found by the read or write it wakes */
+	if (pfd.revents & (POLLERR | POLLHUP))
+		pfd.revents |= pfd.events;
+	return rhkv__io(c, pfd.revents & POLLIN, pfd.revents & POLLOUT);
+}
+
+/* One step of a blocking wait. */
+static int wait_step(rhkv *c)
+{
+	int rc;
+
+	if (c->state == RHKV__READY && unsent(c)) {
+		rc = flush(c);
+		if (rc || unsent(c))
+			return rc ? rc : poll_once(c);
+	}
+	if (c->state == RHKV__READY && !c->ssl) {
+		/* the common case: the wait is recv()'s own */
+		rc = read_some(c, true);
+		if (rc == 0 && c->fd >= 0)
+			rc = rhkv__expire(c, rhkv__now_ms());
+		return rc;
+	}
+	if (c->state == RHKV__READY && rhkv__tls_pending(c))
+		return read_some(c, false);
+	return poll_once(c);
+}
+
+/* The error a wait ends with once the connection is gone. */
+static int gone(rhkv *c)
+{
+	int err = c->drop_err ? c->drop_err : RHKV_ECONN;
+
+	rhkv__settle(c);
+	return err;
+}
+
+int rhkv__wait(rhkv *c, uint64_t seq)
+{
+	int rc = 0;
+
+	while (c->done_seq < seq) {
+		if (c->state == RHKV__CLOSED)
+			return gone(c);
+		rc = wait_step(c);
+		if (rc)
+			return gone(c);
+	}
+	rhkv__notify(c);
+	return 0;
+}
+
+int rhkv__drain(rhkv *c, size_t budget)
+{
+	if (unsent(c) < budget)
+		return 0;
+	while (unsent(c) >= budget && unsent(c) > 0) {
+		int rc;
+
+		if (c->state == RHKV__CLOSED)
+			return gone(c);
+		rc = c->state == RHKV__READY ? flush(c) : 0;
+		if (rc == 0 && unsent(c) >= budget)
+			rc = poll_once(c);
+		if (rc)
+			return gone(c);
+	}
+	/* replies that came meanwhile: taken now, not left to pile up */
+	if (c->state == RHKV__READY && c->pq_len && read_some(c, false))
+		return gone(c);
+	return 0;
+}
+
+/* ---- blocking calls ---- */
 
 int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
 		   size_t n, rhkv__reply_fn fn, void *ctx)
 {
-	struct xfer x = { .c = c,
-			  .first_id = first_id,
-			  .n = n,
-			  .want = POLLIN,
-			  .fn = fn,
-			  .ctx = ctx };
-	/* over TLS the first read does not block: it polls like the rest */
-	bool waited = c->ssl != NULL;
-	short rev;
 	int rc;
 
-	if (c->opt.io_timeout_ms > 0)
-		x.deadline = rhkv__now_ms() + c->opt.io_timeout_ms;
-	rc = send_all(&x, out, len, &waited);
-	while (rc == 0 && x.done < n) {
-		if (!waited) {
-			/* the common case: the first wait is recv()'s own */
-			waited = true;
-			rc = read_some(&x, true);
-			continue;
-		}
-		/* bytes OpenSSL has already read would wait for poll() */
-		rc = rhkv__tls_pending(c) ? 0 : wait_fd(&x, x.want, &rev);
-		if (rc == 0)
-			rc = read_some(&x, false);
-	}
+	if (c->in_callback)
+		return rhkv__fail(c, RHKV_EINVAL,
+				  "a blocking call from a callback");
+	c->err[0] = '\0';
+	rc = rhkv__ensure(c);
 	if (rc)
 		return rc;
-	if (c->roff < c->rlen)
-		/* bytes nobody asked for: start clean next time */
-		rhkv__drop(c, RHKV_EPROTO, "unexpected bytes after a reply");
-	c->roff = c->rlen = 0;
-	return 0;
+	if (rhkv__submit(c, out, len, first_id, n, fn, ctx))
+		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
+	return rhkv__wait(c, c->seq);
 }
 
 int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn, void *ctx)
 {
-	uint64_t id;
 	int rc;
 
+	if (c->in_callback)
+		return rhkv__fail(c, RHKV_EINVAL,
+				  "a blocking call from a callback");
+	c->err[0] = '\0';
 	if (r->key && r->op != PROTO_OP_STATS && r->op != PROTO_OP_AUTH &&
-	    !proto_bin_key_ok(r->key, r->klen))
+	    !rhkv__key_ok(c, r->klen, r->key))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
 	rc = rhkv__ensure(c);
 	if (rc)
 		return rc;
-	msgpack_sbuffer_clear(&c->sb);
-	id = c->next_id++;
-	if (rhkv__encode(&c->sb, &c->pk, id, r))
-		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
-	return rhkv__exchange(c, c->sb.data, c->sb.size, id, 1, fn, ctx);
+	rc = rhkv__queue(c, r, fn, ctx, 0, NULL, NULL);
+	if (rc)
+		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
+	return rhkv__wait(c, c->seq);
 }

@@ -15,11 +15,25 @@ struct meta_call {
 	struct proto_bin_meta_reply mr; /* the reply's map, value uncopied */
 };
 
-/* The statuses whose payload is a result map; others carry a message. */
-static bool has_result_map(uint32_t status)
+bool rhkv__meta_has_result(uint32_t status)
 {
 	return status == PROTO_ST_OK || status == PROTO_ST_NOT_FOUND ||
 	       status == PROTO_ST_NOT_STORED || status == PROTO_ST_EXISTS;
+}
+
+void rhkv__meta_fill(const struct proto_bin_meta_reply *mr,
+		     struct rhkv_meta *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->value.flags = mr->flags;
+	out->value.cas = mr->cas;
+	out->ttl = mr->fields & PROTO_MR_TTL ? mr->ttl : -1;
+	out->size = mr->size;
+	out->last_access = mr->last_access;
+	out->hit_before = mr->hit;
+	out->won = !!(mr->fields & PROTO_MR_WON);
+	out->stale = !!(mr->fields & PROTO_MR_STALE);
+	out->won_by_other = !!(mr->fields & PROTO_MR_WONBY);
 }
 
 static int on_meta(rhkv *c, void *ctx, size_t i, uint32_t status,
@@ -30,7 +44,7 @@ static int on_meta(rhkv *c, void *ctx, size_t i, uint32_t status,
 	const struct proto_bin_meta_reply *mr = &m->mr;
 
 	(void)i;
-	if (!has_result_map(status)) {
+	if (!rhkv__meta_has_result(status)) {
 		m->rc = rhkv__status(c, status, payload);
 		return 0;
 	}
@@ -40,16 +54,8 @@ static int on_meta(rhkv *c, void *ctx, size_t i, uint32_t status,
 		m->rc = rhkv__status(c, status, payload);
 	if (!out)
 		return 0;
+	rhkv__meta_fill(mr, out);
 	/* The value's bytes live until the next decode: copied now. */
-	out->value.flags = mr->flags;
-	out->value.cas = mr->cas;
-	out->ttl = mr->fields & PROTO_MR_TTL ? mr->ttl : -1;
-	out->size = mr->size;
-	out->last_access = mr->last_access;
-	out->hit_before = mr->hit;
-	out->won = !!(mr->fields & PROTO_MR_WON);
-	out->stale = !!(mr->fields & PROTO_MR_STALE);
-	out->won_by_other = !!(mr->fields & PROTO_MR_WONBY);
 	if (mr->fields & PROTO_MR_VALUE) {
 		out->value.data = malloc((size_t)mr->value.n + 1);
 		if (!out->value.data) {
@@ -88,22 +94,126 @@ static void opt_flag(struct proto_bin_meta *m, uint32_t bit, bool given)
 		m->opts |= bit;
 }
 
-/* One meta op on key: the call's result (rhkv_* code). */
-static int meta_call(rhkv *c, struct rhkv__req *r, struct meta_call *m)
+static int mget_opts(rhkv *c, const struct rhkv_mget_opts *o,
+		     struct proto_bin_meta *opts)
 {
-	int rc = rhkv__call(c, r, on_meta, m);
+	static const struct rhkv_mget_opts none;
 
+	if (!o)
+		o = &none;
+	if (o->vivify_ttl < 0 || o->recache_ttl < 0)
+		return rhkv__fail(c, RHKV_EINVAL,
+				  "vivify_ttl, recache_ttl: not below 0");
+	opt_flag(opts, PROTO_META_VALUE, o->want_value);
+	opt_flag(opts, PROTO_META_NOBUMP, o->no_bump);
+	opt_i64(opts, PROTO_META_TTL, &opts->ttl, o->touch_ttl, o->touch);
+	opt_i64(opts, PROTO_META_VIVIFY, &opts->vivify_ttl, o->vivify_ttl,
+		o->vivify_ttl);
+	opt_i64(opts, PROTO_META_RECACHE, &opts->recache_ttl, o->recache_ttl,
+		o->recache_ttl);
+	return 0;
+}
+
+static int mset_opts(rhkv *c, const struct rhkv_mset_opts *o,
+		     struct proto_bin_meta *opts)
+{
+	static const struct rhkv_mset_opts none;
+
+	if (!o)
+		o = &none;
+	if (o->mode && !strchr("SEAPR", o->mode))
+		return rhkv__fail(c, RHKV_EINVAL, "mode: not one of S E A P R");
+	if (o->vivify_ttl < 0)
+		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
+	opts->mode = o->mode;
+	opt_flag(opts, PROTO_META_MODE, o->mode);
+	opts->flags = o->flags;
+	opt_flag(opts, PROTO_META_FLAGS, o->flags);
+	opt_i64(opts, PROTO_META_TTL, &opts->ttl, o->ttl, o->ttl);
+	opt_u64(opts, PROTO_META_CAS, &opts->cas, o->cas, o->cas);
+	opt_u64(opts, PROTO_META_NEW_CAS, &opts->new_cas, o->new_cas,
+		o->new_cas);
+	opt_flag(opts, PROTO_META_INVALIDATE, o->invalidate);
+	opt_i64(opts, PROTO_META_VIVIFY, &opts->vivify_ttl, o->vivify_ttl,
+		o->vivify_ttl);
+	return 0;
+}
+
+static int mdelete_opts(const struct rhkv_mdelete_opts *o,
+			struct proto_bin_meta *opts)
+{
+	static const struct rhkv_mdelete_opts none;
+
+	if (!o)
+		o = &none;
+	opt_flag(opts, PROTO_META_INVALIDATE, o->invalidate);
+	opt_u64(opts, PROTO_META_CAS, &opts->cas, o->cas, o->cas);
+	opt_i64(opts, PROTO_META_TTL, &opts->ttl, o->ttl, o->ttl);
+	opt_u64(opts, PROTO_META_NEW_CAS, &opts->new_cas, o->new_cas,
+		o->new_cas);
+	return 0;
+}
+
+static int marith_opts(rhkv *c, const struct rhkv_marith_opts *o,
+		       uint64_t delta, struct proto_bin_meta *opts)
+{
+	static const struct rhkv_marith_opts none;
+
+	if (!o)
+		o = &none;
+	if (o->vivify_ttl < 0)
+		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
+	opts->opts = PROTO_META_VALUE | PROTO_META_DELTA;
+	opts->delta = delta;
+	opts->mode = o->decr ? 'D' : 0;
+	opt_flag(opts, PROTO_META_MODE, o->decr);
+	opt_u64(opts, PROTO_META_CAS, &opts->cas, o->cas, o->cas);
+	opt_i64(opts, PROTO_META_VIVIFY, &opts->vivify_ttl, o->vivify_ttl,
+		o->vivify_ttl);
+	opt_u64(opts, PROTO_META_INITIAL, &opts->initial, o->initial,
+		o->vivify_ttl);
+	opt_i64(opts, PROTO_META_TTL, &opts->ttl, o->touch_ttl, o->touch);
+	opt_u64(opts, PROTO_META_NEW_CAS, &opts->new_cas, o->new_cas,
+		o->new_cas);
+	return 0;
+}
+
+int rhkv__meta_opts(rhkv *c, const struct rhkv_cmd *cmd,
+		    struct proto_bin_meta *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	switch (cmd->op) {
+	case RHKV_OP_META_GET:
+		return mget_opts(c, cmd->mget, opts);
+	case RHKV_OP_META_SET:
+		return mset_opts(c, cmd->mset, opts);
+	case RHKV_OP_META_DELETE:
+		return mdelete_opts(cmd->mdelete, opts);
+	case RHKV_OP_META_ARITH:
+		return marith_opts(c, cmd->marith, cmd->delta, opts);
+	default:
+		return rhkv__fail(c, RHKV_EINVAL, "not a meta op");
+	}
+}
+
+/* One meta op: the call's result (rhkv_* code). */
+static int meta_call(rhkv *c, const struct rhkv_cmd *cmd, struct meta_call *m)
+{
+	struct proto_bin_meta opts;
+	struct rhkv__req r;
+	int rc = rhkv__cmd_req(c, cmd, &r, &opts);
+
+	if (rc == 0)
+		rc = rhkv__call(c, &r, on_meta, m);
 	return rc ? rc : m->rc;
 }
 
 int rhkv_meta_get(rhkv *c, const void *key, size_t klen,
 		  const struct rhkv_mget_opts *o, struct rhkv_meta *out)
 {
-	static const struct rhkv_mget_opts none;
-	struct proto_bin_meta opts = { 0 };
-	struct rhkv__req r = { .op = PROTO_OP_META_GET,
-			       .key = key,
-			       .klen = klen };
+	struct rhkv_cmd cmd = {
+		.op = RHKV_OP_META_GET, .key = key, .klen = klen, .mget = o
+	};
 	struct meta_call m = { .out = out };
 
 	if (!out)
@@ -112,61 +222,27 @@ int rhkv_meta_get(rhkv *c, const void *key, size_t klen,
 	out->ttl = -1;
 	if (!c || !key)
 		return RHKV_EINVAL;
-	if (!o)
-		o = &none;
-	if (o->vivify_ttl < 0 || o->recache_ttl < 0)
-		return rhkv__fail(c, RHKV_EINVAL,
-				  "vivify_ttl, recache_ttl: not below 0");
-	opt_flag(&opts, PROTO_META_VALUE, o->want_value);
-	opt_flag(&opts, PROTO_META_NOBUMP, o->no_bump);
-	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->touch_ttl, o->touch);
-	opt_i64(&opts, PROTO_META_VIVIFY, &opts.vivify_ttl, o->vivify_ttl,
-		o->vivify_ttl);
-	opt_i64(&opts, PROTO_META_RECACHE, &opts.recache_ttl, o->recache_ttl,
-		o->recache_ttl);
-	r.meta = &opts;
-	return meta_call(c, &r, &m);
+	return meta_call(c, &cmd, &m);
 }
 
 int rhkv_meta_set(rhkv *c, const void *key, size_t klen, const void *val,
 		  size_t vlen, const struct rhkv_mset_opts *o,
 		  uint64_t *cas_out)
 {
-	static const struct rhkv_mset_opts none;
-	struct proto_bin_meta opts = { 0 };
-	struct rhkv__req r = { .op = PROTO_OP_META_SET,
-			       .key = key,
-			       .klen = klen,
-			       .val = val,
-			       .vlen = vlen,
-			       .meta = &opts };
+	struct rhkv_cmd cmd = { .op = RHKV_OP_META_SET,
+				.key = key,
+				.klen = klen,
+				.val = val,
+				.vlen = vlen,
+				.mset = o };
 	struct meta_call m = { 0 };
 	int rc;
 
 	if (!c || !key || (!val && vlen))
 		return RHKV_EINVAL;
-	if (!o)
-		o = &none;
-	if (o->mode && !strchr("SEAPR", o->mode))
-		return rhkv__fail(c, RHKV_EINVAL, "mode: not one of S E A P R");
-	if (o->vivify_ttl < 0)
-		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
-	if (!proto_bin_key_ok(key, klen))
-		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
-	opts.mode = o->mode;
-	opt_flag(&opts, PROTO_META_MODE, o->mode);
-	opts.flags = o->flags;
-	opt_flag(&opts, PROTO_META_FLAGS, o->flags);
-	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->ttl, o->ttl);
-	opt_u64(&opts, PROTO_META_CAS, &opts.cas, o->cas, o->cas);
-	opt_u64(&opts, PROTO_META_NEW_CAS, &opts.new_cas, o->new_cas,
-		o->new_cas);
-	opt_flag(&opts, PROTO_META_INVALIDATE, o->invalidate);
-	opt_i64(&opts, PROTO_META_VIVIFY, &opts.vivify_ttl, o->vivify_ttl,
-		o->vivify_ttl);
 	rc = rhkv__check_size(c, vlen);
 	if (rc == 0)
-		rc = meta_call(c, &r, &m);
+		rc = meta_call(c, &cmd, &m);
 	if (rc == 0 && cas_out)
 		*cas_out = m.mr.cas;
 	return rc;
@@ -175,58 +251,32 @@ int rhkv_meta_set(rhkv *c, const void *key, size_t klen, const void *val,
 int rhkv_meta_delete(rhkv *c, const void *key, size_t klen,
 		     const struct rhkv_mdelete_opts *o)
 {
-	static const struct rhkv_mdelete_opts none;
-	struct proto_bin_meta opts = { 0 };
-	struct rhkv__req r = { .op = PROTO_OP_META_DELETE,
-			       .key = key,
-			       .klen = klen,
-			       .meta = &opts };
+	struct rhkv_cmd cmd = { .op = RHKV_OP_META_DELETE,
+				.key = key,
+				.klen = klen,
+				.mdelete = o };
 	struct meta_call m = { 0 };
 
 	if (!c || !key)
 		return RHKV_EINVAL;
-	if (!o)
-		o = &none;
-	opt_flag(&opts, PROTO_META_INVALIDATE, o->invalidate);
-	opt_u64(&opts, PROTO_META_CAS, &opts.cas, o->cas, o->cas);
-	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->ttl, o->ttl);
-	opt_u64(&opts, PROTO_META_NEW_CAS, &opts.new_cas, o->new_cas,
-		o->new_cas);
-	return meta_call(c, &r, &m);
+	return meta_call(c, &cmd, &m);
 }
 
 int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
 		    const struct rhkv_marith_opts *o, uint64_t *value,
 		    uint64_t *cas_out)
 {
-	static const struct rhkv_marith_opts none;
-	struct proto_bin_meta opts = {
-		.opts = PROTO_META_VALUE | PROTO_META_DELTA, .delta = delta
-	};
-	struct rhkv__req r = { .op = PROTO_OP_META_ARITH,
-			       .key = key,
-			       .klen = klen,
-			       .meta = &opts };
+	struct rhkv_cmd cmd = { .op = RHKV_OP_META_ARITH,
+				.key = key,
+				.klen = klen,
+				.delta = delta,
+				.marith = o };
 	struct meta_call m = { 0 };
 	int rc;
 
 	if (!c || !key)
 		return RHKV_EINVAL;
-	if (!o)
-		o = &none;
-	if (o->vivify_ttl < 0)
-		return rhkv__fail(c, RHKV_EINVAL, "vivify_ttl: below 0");
-	opts.mode = o->decr ? 'D' : 0;
-	opt_flag(&opts, PROTO_META_MODE, o->decr);
-	opt_u64(&opts, PROTO_META_CAS, &opts.cas, o->cas, o->cas);
-	opt_i64(&opts, PROTO_META_VIVIFY, &opts.vivify_ttl, o->vivify_ttl,
-		o->vivify_ttl);
-	opt_u64(&opts, PROTO_META_INITIAL, &opts.initial, o->initial,
-		o->vivify_ttl);
-	opt_i64(&opts, PROTO_META_TTL, &opts.ttl, o->touch_ttl, o->touch);
-	opt_u64(&opts, PROTO_META_NEW_CAS, &opts.new_cas, o->new_cas,
-		o->new_cas);
-	rc = meta_call(c, &r, &m);
+	rc = meta_call(c, &cmd, &m);
 	if (rc == 0 && !(m.mr.fields & PROTO_MR_NUMBER))
 		return rhkv__drop(c, RHKV_EPROTO,
 				  "meta arithmetic: no number in the reply");

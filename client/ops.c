@@ -176,7 +176,7 @@ static int store(rhkv *c, struct rhkv__req *r, uint64_t *cas_out)
 
 	if (!c || !r->key || (!r->val && r->vlen))
 		return RHKV_EINVAL;
-	if (!proto_bin_key_ok(r->key, r->klen))
+	if (!rhkv__key_ok(c, r->klen, r->key))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
 	rc = rhkv__check_size(c, r->vlen);
 	if (rc == 0)

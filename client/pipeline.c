@@ -1,12 +1,18 @@
 /*
- * Pipelines: commands are encoded into the pipeline's own buffer as they
- * are queued, exec sends them in one write and reads every reply in order;
- * rhkv_mget() and rhkv_mset() are pipelines of gets and sets.
+ * Pipelines: commands queued on the handle's engine (io.c) as they are
+ * given, sent once the queued frames pass the send budget (reading the
+ * replies that have come meanwhile) and at exec, which waits for the last
+ * reply. Results are kept per index, or, with a callback, handed over as
+ * they arrive and not kept, so that a pipeline of any length holds about
+ * a send budget of memory. rhkv_mget() and rhkv_mset() are pipelines.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Default bytes of queued frames before a pipeline sends them. */
+#define SEND_BUDGET (1u << 20)
 
 /* Result of a command not answered yet. */
 #define PENDING 1
@@ -14,26 +20,20 @@
 struct cmd {
 	uint32_t op;
 	int rc;		 /* 0, RHKV_E*, or PENDING */
-	uint64_t number; /* cas of a set, value of an incr */
+	uint64_t number; /* cas of a store, value of an incr */
 	struct rhkv_value val;
 };
 
 struct rhkv_pipeline {
 	rhkv *c;
-	msgpack_sbuffer sb; /* the frames not sent yet */
-	msgpack_packer pk;
-	struct cmd *cmds;
-	size_t n, cap;
-	size_t sent;   /* cmds[0 .. sent) were sent */
-	uint64_t base; /* id of cmds[0]; cmds[i] has base + i */
+	struct cmd *cmds;  /* results, when no callback takes them */
+	size_t n, cap;	   /* indexes given */
+	size_t executed;   /* results readable: [0 .. executed) */
+	uint64_t last_seq; /* the handle's seq of the last command queued */
+	int err;	   /* the first connection error met */
+	rhkv_callback cb;  /* streaming: results go here */
+	void *arg;
 };
-
-/* A range of ids of its own for each pipeline (ids only check order). */
-static void take_ids(rhkv_pipeline *p)
-{
-	p->base = p->c->next_id;
-	p->c->next_id += 1ull << 32;
-}
 
 rhkv_pipeline *rhkv_pipeline_new(rhkv *c)
 {
@@ -42,24 +42,39 @@ rhkv_pipeline *rhkv_pipeline_new(rhkv *c)
 	if (!c)
 		return NULL;
 	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->c = c;
-	msgpack_sbuffer_init(&p->sb);
-	msgpack_packer_init(&p->pk, &p->sb, msgpack_sbuffer_write);
-	take_ids(p);
+	if (p)
+		p->c = c;
 	return p;
+}
+
+rhkv_pipeline *rhkv_pipeline_stream(rhkv *c, rhkv_callback cb, void *arg)
+{
+	rhkv_pipeline *p = cb ? rhkv_pipeline_new(c) : NULL;
+
+	if (p) {
+		p->cb = cb;
+		p->arg = arg;
+	}
+	return p;
+}
+
+/* Waits for the replies of commands queued and not executed: their
+ * records point at p. */
+static void finish(rhkv_pipeline *p)
+{
+	if (p->c->done_seq < p->last_seq && !p->c->in_callback)
+		rhkv__wait(p->c, p->last_seq);
 }
 
 void rhkv_pipeline_reset(rhkv_pipeline *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n; i++)
+	finish(p);
+	for (size_t i = 0; i < p->n && p->cmds; i++)
 		free(p->cmds[i].val.data);
-	p->n = p->sent = 0;
-	msgpack_sbuffer_clear(&p->sb);
-	take_ids(p);
+	p->n = p->executed = 0;
+	p->err = 0;
 }
 
 void rhkv_pipeline_free(rhkv_pipeline *p)
@@ -67,86 +82,15 @@ void rhkv_pipeline_free(rhkv_pipeline *p)
 	if (!p)
 		return;
 	rhkv_pipeline_reset(p);
-	msgpack_sbuffer_destroy(&p->sb);
 	free(p->cmds);
 	free(p);
-}
-
-static long queue(rhkv_pipeline *p, const struct rhkv__req *r)
-{
-	if (!p || !r->key || (!r->val && r->vlen))
-		return RHKV_EINVAL;
-	if (!proto_bin_key_ok(r->key, r->klen))
-		return RHKV_EBADKEY;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 64;
-		struct cmd *q = realloc(p->cmds, cap * sizeof(*q));
-
-		if (!q)
-			return RHKV_ENOMEM;
-		p->cmds = q;
-		p->cap = cap;
-	}
-	if (rhkv__encode(&p->sb, &p->pk, p->base + p->n, r))
-		return RHKV_ENOMEM;
-	memset(&p->cmds[p->n], 0, sizeof(p->cmds[p->n]));
-	p->cmds[p->n].op = r->op;
-	p->cmds[p->n].rc = PENDING;
-	return (long)p->n++;
-}
-
-long rhkv_pipeline_get(rhkv_pipeline *p, const void *key, size_t klen)
-{
-	struct rhkv__req r = { .op = PROTO_OP_GET, .key = key, .klen = klen };
-
-	return queue(p, &r);
-}
-
-long rhkv_pipeline_set(rhkv_pipeline *p, const void *key, size_t klen,
-		       const void *val, size_t vlen, uint32_t flags,
-		       int64_t exptime)
-{
-	struct rhkv__req r = { PROTO_OP_SET, key,     klen, val, vlen,
-			       flags,	     exptime, 0,    0,	 NULL };
-
-	return queue(p, &r);
-}
-
-long rhkv_pipeline_delete(rhkv_pipeline *p, const void *key, size_t klen)
-{
-	struct rhkv__req r = { .op = PROTO_OP_DELETE,
-			       .key = key,
-			       .klen = klen };
-
-	return queue(p, &r);
-}
-
-long rhkv_pipeline_incr(rhkv_pipeline *p, const void *key, size_t klen,
-			uint64_t delta)
-{
-	struct rhkv__req r = {
-		.op = PROTO_OP_INCR, .key = key, .klen = klen, .delta = delta
-	};
-
-	return queue(p, &r);
-}
-
-long rhkv_pipeline_touch(rhkv_pipeline *p, const void *key, size_t klen,
-			 int64_t exptime)
-{
-	struct rhkv__req r = { .op = PROTO_OP_TOUCH,
-			       .key = key,
-			       .klen = klen,
-			       .exptime = exptime };
-
-	return queue(p, &r);
 }
 
 static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
 		    const msgpack_object *payload)
 {
 	rhkv_pipeline *p = ctx;
-	struct cmd *cmd = &p->cmds[p->sent + i];
+	struct cmd *cmd = &p->cmds[i];
 	const char *v;
 	uint32_t flags, n;
 
@@ -156,6 +100,7 @@ static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
 	}
 	switch (cmd->op) {
 	case PROTO_OP_GET:
+	case PROTO_OP_GAT:
 		if (!rhkv__pl_value(payload, &flags, &v, &n, &cmd->val.cas))
 			return RHKV_EPROTO;
 		cmd->val.data = malloc((size_t)n + 1);
@@ -168,38 +113,160 @@ static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
 		cmd->val.len = n;
 		cmd->val.flags = flags;
 		break;
-	case PROTO_OP_SET:
-	case PROTO_OP_INCR:
+	case PROTO_OP_DELETE:
+	case PROTO_OP_TOUCH:
+	case PROTO_OP_FLUSH_ALL:
+	case PROTO_OP_NOOP:
+		break; /* nil: anything is accepted */
+	default:       /* stores and arithmetic: a number */
 		if (!rhkv__pl_uint(payload, &cmd->number))
 			return RHKV_EPROTO;
-		break;
-	default: /* nil: anything is accepted */
 		break;
 	}
 	cmd->rc = 0;
 	return 0;
 }
 
-int rhkv_pipeline_exec(rhkv_pipeline *p)
+/* A new index, its result record made (failed: the index is still
+ * taken, its result the error). */
+static long take_index(rhkv_pipeline *p, uint32_t op, int rc)
 {
+	if (p->cb) {
+		p->n++;
+		return (long)p->n - 1;
+	}
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 64;
+		struct cmd *q = realloc(p->cmds, cap * sizeof(*q));
+
+		if (!q)
+			return RHKV_ENOMEM;
+		p->cmds = q;
+		p->cap = cap;
+	}
+	memset(&p->cmds[p->n], 0, sizeof(p->cmds[p->n]));
+	p->cmds[p->n].op = op;
+	p->cmds[p->n].rc = rc ? rc : PENDING;
+	return (long)p->n++;
+}
+
+static size_t budget(const rhkv *c)
+{
+	return c->opt.send_budget ? c->opt.send_budget : SEND_BUDGET;
+}
+
+long rhkv_pipeline_cmd(rhkv_pipeline *p, const struct rhkv_cmd *cmd)
+{
+	struct proto_bin_meta meta;
+	struct rhkv__req r;
 	rhkv *c;
+	long i;
 	int rc;
 
 	if (!p)
 		return RHKV_EINVAL;
 	c = p->c;
-	if (p->sent == p->n)
-		return 0;
-	rc = rhkv__ensure(c);
+	if (c->in_callback)
+		return rhkv__fail(c, RHKV_EINVAL,
+				  "a blocking call from a callback");
+	rc = rhkv__cmd_req(c, cmd, &r, &meta);
+	if (rc == 0 && !p->cb && proto_bin_op_is_meta(r.op))
+		rc = rhkv__fail(c, RHKV_EINVAL,
+				"meta ops: in streaming pipelines only");
 	if (rc == 0)
-		rc = rhkv__exchange(c, p->sb.data, p->sb.size,
-				    p->base + p->sent, p->n - p->sent, on_reply,
-				    p);
-	for (size_t i = p->sent; i < p->n; i++)
+		rc = rhkv__check_size(c, r.vlen);
+	if (rc == 0)
+		rc = rhkv__ensure(c);
+	i = take_index(p, r.op, rc);
+	if (rc || i < 0)
+		return rc ? rc : i;
+	rc = rhkv__queue(c, &r, p->cb ? NULL : on_reply, p, (size_t)i, p->cb,
+			 p->arg);
+	if (rc) {
+		if (!p->cb)
+			p->cmds[i].rc = rc;
+		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
+	}
+	if (p->cb)
+		c->pq[(c->pq_head + c->pq_len - 1) % c->pq_cap].op =
+			(uint32_t)cmd->op;
+	p->last_seq = c->seq;
+	/* past the budget: send, taking the replies that have come */
+	rc = rhkv__drain(c, budget(c));
+	if (rc && !p->err)
+		p->err = rc;
+	return i;
+}
+
+long rhkv_pipeline_get(rhkv_pipeline *p, const void *key, size_t klen)
+{
+	struct rhkv_cmd cmd = { .op = RHKV_OP_GET, .key = key, .klen = klen };
+
+	return rhkv_pipeline_cmd(p, &cmd);
+}
+
+long rhkv_pipeline_set(rhkv_pipeline *p, const void *key, size_t klen,
+		       const void *val, size_t vlen, uint32_t flags,
+		       int64_t exptime)
+{
+	struct rhkv_cmd cmd = { .op = RHKV_OP_SET,
+				.key = key,
+				.klen = klen,
+				.val = val,
+				.vlen = vlen,
+				.flags = flags,
+				.exptime = exptime };
+
+	return rhkv_pipeline_cmd(p, &cmd);
+}
+
+long rhkv_pipeline_delete(rhkv_pipeline *p, const void *key, size_t klen)
+{
+	struct rhkv_cmd cmd = { .op = RHKV_OP_DELETE,
+				.key = key,
+				.klen = klen };
+
+	return rhkv_pipeline_cmd(p, &cmd);
+}
+
+long rhkv_pipeline_incr(rhkv_pipeline *p, const void *key, size_t klen,
+			uint64_t delta)
+{
+	struct rhkv_cmd cmd = {
+		.op = RHKV_OP_INCR, .key = key, .klen = klen, .delta = delta
+	};
+
+	return rhkv_pipeline_cmd(p, &cmd);
+}
+
+long rhkv_pipeline_touch(rhkv_pipeline *p, const void *key, size_t klen,
+			 int64_t exptime)
+{
+	struct rhkv_cmd cmd = { .op = RHKV_OP_TOUCH,
+				.key = key,
+				.klen = klen,
+				.exptime = exptime };
+
+	return rhkv_pipeline_cmd(p, &cmd);
+}
+
+int rhkv_pipeline_exec(rhkv_pipeline *p)
+{
+	int rc;
+
+	if (!p)
+		return RHKV_EINVAL;
+	if (p->c->in_callback)
+		return rhkv__fail(p->c, RHKV_EINVAL,
+				  "a blocking call from a callback");
+	rc = p->c->done_seq < p->last_seq ? rhkv__wait(p->c, p->last_seq) : 0;
+	if (!rc)
+		rc = p->err;
+	for (size_t i = p->executed; i < p->n && !p->cb; i++)
 		if (p->cmds[i].rc == PENDING)
-			p->cmds[i].rc = rc ? rc : RHKV_EPROTO;
-	p->sent = p->n;
-	msgpack_sbuffer_clear(&p->sb);
+			p->cmds[i].rc = rc ? rc : RHKV_ECONN;
+	p->executed = p->n;
+	p->err = 0;
 	return rc;
 }
 
@@ -211,10 +278,11 @@ int rhkv_pipeline_result(rhkv_pipeline *p, size_t i, struct rhkv_value *out)
 		out->data = NULL;
 		out->len = 0;
 	}
-	if (!p || i >= p->sent)
+	if (!p || i >= p->executed || p->cb)
 		return RHKV_EINVAL;
 	cmd = &p->cmds[i];
-	if (out && cmd->rc == 0 && cmd->op == PROTO_OP_GET) {
+	if (out && cmd->rc == 0 &&
+	    (cmd->op == PROTO_OP_GET || cmd->op == PROTO_OP_GAT)) {
 		*out = cmd->val;
 		cmd->val.data = NULL;
 	}
@@ -223,14 +291,21 @@ int rhkv_pipeline_result(rhkv_pipeline *p, size_t i, struct rhkv_value *out)
 
 uint64_t rhkv_pipeline_number(const rhkv_pipeline *p, size_t i)
 {
-	if (!p || i >= p->sent || p->cmds[i].rc != 0)
+	if (!p || i >= p->executed || p->cb || p->cmds[i].rc != 0)
 		return 0;
 	return p->cmds[i].number;
 }
 
+size_t rhkv_pipeline_buffered(const rhkv_pipeline *p)
+{
+	if (!p)
+		return 0;
+	return sizeof(*p) + p->cap * sizeof(struct cmd) + rhkv_buffered(p->c);
+}
+
 /* ---- mget, mset ---- */
 
-int rhkv_mget(rhkv *c, size_t n, const void *const *keys, const size_t *klens,
+int rhkv_mget(rhkv *c, size_t n, const char *const *keys, const size_t *klens,
 	      struct rhkv_value *out, int *status)
 {
 	rhkv_pipeline *p;

@@ -84,10 +84,32 @@ struct rhkv_options {
 	int tls_insecure;	     /* 1: accept any certificate (tests
 					only: anyone on the path can read and
 					change the traffic); default 0 */
+
+	/* TCP keepalive: probes after this many idle seconds (then every
+	 * third of it, 3 unanswered closing the connection), so that a
+	 * server gone without a word (a dead host, a dropped NAT entry) is
+	 * found out by an idle handle too. Default 15; 0: off. */
+	int keepalive_s;
+	/* Prepended to every key on the wire (a namespace: "app1:"), copied
+	 * by rhkv_connect(); callers name keys without it. The prefix counts
+	 * towards the 250-byte key limit. NULL: none. */
+	const char *key_prefix;
+	/* A pipeline sends its queued frames once they pass this many bytes,
+	 * reading replies as they come, so that a pipeline of any length
+	 * holds about this much request data. Default 1 MiB; 0: the
+	 * default. */
+	size_t send_budget;
 };
 
 /* Fills o with the defaults. */
 void rhkv_options_init(struct rhkv_options *o);
+
+/*
+ * Changes the timeouts of a live handle (for the next connect, and for
+ * the commands waiting now: the I/O deadline is counted from the last
+ * byte moved). Negative values are left as they are. 0 or RHKV_EINVAL.
+ */
+int rhkv_set_timeouts(rhkv *c, int connect_timeout_ms, int io_timeout_ms);
 
 /*
  * Connects to host:port (a name or address), or to the unix socket at host
@@ -97,6 +119,14 @@ void rhkv_options_init(struct rhkv_options *o);
  */
 int rhkv_connect(rhkv **out, const char *host, int port,
 		 const struct rhkv_options *o);
+/* As rhkv_connect, without connecting: the first command (blocking or
+ * not) connects. For event loops, where a connect must not block (host
+ * names are still resolved with getaddrinfo(), which may: give an
+ * address). 0, RHKV_EINVAL or RHKV_ENOMEM (*out NULL then). */
+int rhkv_new(rhkv **out, const char *host, int port,
+	     const struct rhkv_options *o);
+/* Closes the connection (commands still waiting fail with RHKV_ECONN,
+ * their callbacks called) and frees c. Not from inside c's callbacks. */
 void rhkv_close(rhkv *c);
 
 const char *rhkv_strerror(int err);
@@ -273,6 +303,141 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
 		    const struct rhkv_marith_opts *o, uint64_t *value,
 		    uint64_t *cas_out);
 
+/* ---- non-blocking use: commands with callbacks, an event loop ----
+ *
+ * Every command can also be sent without waiting: rhkv_send() queues it
+ * and returns; its callback runs when the reply has been read, from the
+ * handle's event functions below (or from a later blocking call on the
+ * same handle, which first completes everything queued before it).
+ * Commands queued in one pass of a loop go out in one write: pipelining
+ * is the default.
+ *
+ * An event loop drives the handle through its fd: rhkv_wants() says which
+ * events to wait for, rhkv_on_readable() / rhkv_on_writable() move bytes
+ * and call callbacks, rhkv_on_timer() enforces the timeouts. Adapters do
+ * this for libevent (rhkv_libevent.h) and for a plain poll() loop
+ * (rhkv_poll.h); another loop needs the same dozen lines. The blocking
+ * calls of this header are built on the same core: a blocking call is a
+ * command queued and waited for.
+ *
+ * Timeouts: a command fails with RHKV_ETIMEDOUT when no byte has moved on
+ * its connection for io_timeout_ms while it waits (the deadline restarts
+ * with every reply, so a long stream of replies never times out), and
+ * the connection is dropped: every command waiting on it fails, each
+ * callback called once with the error. A connect in progress fails after
+ * connect_timeout_ms.
+ *
+ * Rules: callbacks may queue new commands (on any handle) but must not
+ * make blocking calls on their own handle or close it; values in a
+ * struct rhkv_result live until the callback returns (copy what you keep).
+ */
+
+/* Operations of struct rhkv_cmd. */
+enum rhkv_op {
+	RHKV_OP_GET = 1,     /* -> value */
+	RHKV_OP_GAT,	     /* key, exptime -> value */
+	RHKV_OP_SET,	     /* key, val, flags, exptime -> number: the cas */
+	RHKV_OP_ADD,	     /* as SET */
+	RHKV_OP_REPLACE,     /* as SET */
+	RHKV_OP_APPEND,	     /* key, val -> number: the cas */
+	RHKV_OP_PREPEND,     /* as APPEND */
+	RHKV_OP_CAS,	     /* as SET, with cas */
+	RHKV_OP_DELETE,	     /* key */
+	RHKV_OP_INCR,	     /* key, delta -> number: the new value */
+	RHKV_OP_DECR,	     /* as INCR */
+	RHKV_OP_TOUCH,	     /* key, exptime */
+	RHKV_OP_FLUSH_ALL,   /* exptime: the delay */
+	RHKV_OP_NOOP,	     /* a ping */
+	RHKV_OP_META_GET,    /* key, mget -> meta (and value when asked) */
+	RHKV_OP_META_SET,    /* key, val, mset -> number: the cas */
+	RHKV_OP_META_DELETE, /* key, mdelete */
+	RHKV_OP_META_ARITH,  /* key, delta, marith -> number: the value */
+};
+
+/* One command: the fields its op uses (see enum rhkv_op); zero the rest. */
+struct rhkv_cmd {
+	int op; /* enum rhkv_op */
+	const void *key;
+	size_t klen;
+	const void *val;
+	size_t vlen;
+	uint32_t flags;
+	int64_t exptime;
+	uint64_t cas;
+	uint64_t delta;
+	/* The meta ops' options (NULL: defaults), as their blocking calls. */
+	const struct rhkv_mget_opts *mget;
+	const struct rhkv_mset_opts *mset;
+	const struct rhkv_mdelete_opts *mdelete;
+	const struct rhkv_marith_opts *marith;
+};
+
+/* What a command brought back, for its callback. */
+struct rhkv_result {
+	int op;	    /* the command's enum rhkv_op */
+	int status; /* 0, or RHKV_E* (a miss: RHKV_ENOTFOUND) */
+	/* A value (get, gat, a meta get that asked for it): its bytes, valid
+	 * until the callback returns; NULL when none. */
+	const char *data;
+	size_t len;
+	uint32_t flags;
+	uint64_t cas;
+	uint64_t number; /* stores: the cas; incr, decr, arith: the value */
+	/* A meta get's metadata (its value.data is NULL: the bytes are in
+	 * data above); NULL for other ops. */
+	const struct rhkv_meta *meta;
+	size_t index; /* in a streaming pipeline: the command's index */
+};
+
+typedef void (*rhkv_callback)(rhkv *c, const struct rhkv_result *r, void *arg);
+
+/*
+ * Queues cmd; cb (may be NULL) is called once with its result. Connects
+ * (without blocking) when the handle has no connection. 0, or RHKV_E*
+ * with nothing queued and cb not called (a bad key or argument, no
+ * memory, a connect that failed at once).
+ */
+int rhkv_send(rhkv *c, const struct rhkv_cmd *cmd, rhkv_callback cb, void *arg);
+
+/* The handle's socket, -1 when it has none (it changes when the handle
+ * reconnects: adapters watch for that through the hooks below). */
+int rhkv_fd(const rhkv *c);
+
+enum { RHKV_WANT_READ = 1, RHKV_WANT_WRITE = 2 };
+/* The events the handle waits for now: RHKV_WANT_* bits (0: nothing). */
+int rhkv_wants(const rhkv *c);
+/* The socket is readable / writable: move bytes, call callbacks. Both
+ * return 0 or the error that dropped the connection (its commands'
+ * callbacks have then been called with it). */
+int rhkv_on_readable(rhkv *c);
+int rhkv_on_writable(rhkv *c);
+/* Milliseconds until the handle's next deadline (a connect, or commands
+ * waiting), -1 when it has none. */
+int rhkv_timeout_ms(const rhkv *c);
+/* A timer armed with rhkv_timeout_ms() fired: fails what is past its
+ * deadline. Returns the ms to the next deadline (re-arm), or -1. */
+int rhkv_on_timer(rhkv *c);
+/* Commands queued or sent whose reply has not come. */
+size_t rhkv_pending(const rhkv *c);
+/* Bytes the handle holds for its I/O now: queued frames, the read buffer,
+ * the pending commands' records (the library's own accounting). */
+size_t rhkv_buffered(const rhkv *c);
+
+/*
+ * Hooks through which the handle tells an event loop what to watch:
+ * update(data, fd, wants) whenever its fd or wanted events change (fd -1:
+ * watch nothing; wants != 0 means a deadline may be running too: arm a
+ * timer with rhkv_timeout_ms()); cleanup(data) once, from rhkv_close()
+ * or when other hooks replace these. NULL hooks detach.
+ */
+struct rhkv_event_hooks {
+	void *data;
+	void (*update)(void *data, int fd, int wants);
+	void (*cleanup)(void *data);
+};
+
+void rhkv_set_event_hooks(rhkv *c, const struct rhkv_event_hooks *hooks);
+
 /* ---- multi-key and pipelines ---- */
 
 /*
@@ -280,7 +445,7 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
  * out[i].data is NULL and status[i] (if status is not NULL) is
  * RHKV_ENOTFOUND. Returns 0 when the exchange worked (misses included).
  */
-int rhkv_mget(rhkv *c, size_t n, const void *const *keys, const size_t *klens,
+int rhkv_mget(rhkv *c, size_t n, const char *const *keys, const size_t *klens,
 	      struct rhkv_value *out, int *status);
 
 struct rhkv_item {
@@ -297,15 +462,33 @@ struct rhkv_item {
 int rhkv_mset(rhkv *c, size_t n, const struct rhkv_item *items, int *status);
 
 /*
- * A pipeline: queue any number of commands (nothing is sent), then
- * rhkv_pipeline_exec() sends them in one write and reads every reply, in
- * order. Each queued command gets an index (0, 1, ...) for its result.
+ * A pipeline: queue any number of commands, then rhkv_pipeline_exec()
+ * waits for every reply; each queued command gets an index (0, 1, ...)
+ * for its result. Queued frames are sent once they pass the handle's
+ * send_budget (struct rhkv_options), replies being read while sending, and
+ * at exec: a pipeline of any length streams, and holds about a send budget
+ * of request bytes (plus its results; a streaming pipeline keeps none).
+ * The deadline of a pipeline restarts with every reply (the handle's I/O
+ * timeout counts from the last byte moved).
+ *
+ * A command that cannot be queued (a bad key, ...) still takes its index:
+ * the queue call returns the error, and so does its result, so that the
+ * indexes of later commands stay the caller's count. Other calls on the
+ * handle between queue and exec are fine: they complete the pipeline's
+ * commands sent before them.
  */
 typedef struct rhkv_pipeline rhkv_pipeline;
 
 rhkv_pipeline *rhkv_pipeline_new(rhkv *c);
+/* A streaming pipeline: each result goes to cb (its index in r->index) as
+ * it arrives and is not kept (rhkv_pipeline_result() does not apply);
+ * commands whose queue call failed get no callback. NULL cb: NULL. */
+rhkv_pipeline *rhkv_pipeline_stream(rhkv *c, rhkv_callback cb, void *arg);
+/* Waits for the replies of commands still on their way, then frees. */
 void rhkv_pipeline_free(rhkv_pipeline *p);
-/* Queue functions return the command's index, or a negative RHKV_E*. */
+/* Queue functions return the command's index, or a negative RHKV_E*. Any
+ * command: rhkv_pipeline_cmd() (meta ops in streaming pipelines only). */
+long rhkv_pipeline_cmd(rhkv_pipeline *p, const struct rhkv_cmd *cmd);
 long rhkv_pipeline_get(rhkv_pipeline *p, const void *key, size_t klen);
 long rhkv_pipeline_set(rhkv_pipeline *p, const void *key, size_t klen,
 		       const void *val, size_t vlen, uint32_t flags,
@@ -315,16 +498,21 @@ long rhkv_pipeline_incr(rhkv_pipeline *p, const void *key, size_t klen,
 			uint64_t delta);
 long rhkv_pipeline_touch(rhkv_pipeline *p, const void *key, size_t klen,
 			 int64_t exptime);
-/* Sends and reads everything queued. 0, or the connection's error: then
- * the results of commands without a reply are that error too. */
+/* Sends what is queued and waits for every reply. 0, or the first
+ * connection error met: then the results of commands without a reply are
+ * that error too (commands queued after a lost connection went out on a
+ * new one). */
 int rhkv_pipeline_exec(rhkv_pipeline *p);
-/* The result of command i: 0 or RHKV_E*. For a get, *out (may be NULL)
- * takes over its value (free it with rhkv_value_free()). */
+/* The result of command i: 0 or RHKV_E*. For a get or gat, *out (may be
+ * NULL) takes over its value (free it with rhkv_value_free()). */
 int rhkv_pipeline_result(rhkv_pipeline *p, size_t i, struct rhkv_value *out);
-/* incr: the new value; set: the cas. 0 when there is none. */
+/* incr/decr: the new value; stores: the cas. 0 when there is none. */
 uint64_t rhkv_pipeline_number(const rhkv_pipeline *p, size_t i);
-/* Empties the pipeline for reuse (results are dropped). */
+/* Empties the pipeline for reuse (waits for replies on their way; results
+ * are dropped). */
 void rhkv_pipeline_reset(rhkv_pipeline *p);
+/* Bytes held for p: its results' records and its handle's buffers. */
+size_t rhkv_pipeline_buffered(const rhkv_pipeline *p);
 
 /* ---- scanning ---- */
 

@@ -204,76 +204,57 @@ static int tls_new(rhkv *c, const char *name)
 	return rhkv__drop(c, RHKV_EINVAL, "TLS: bad server name %s", name);
 }
 
-/* Waits for ev on c's socket until deadline (0: none): 0, RHKV_ETIMEDOUT
- * or RHKV_ECONN, the connection dropped. */
-static int tls_wait(rhkv *c, short ev, long long deadline)
-{
-	struct pollfd pfd = { .fd = c->fd, .events = ev };
-	int r;
-
-	do {
-		long long left = deadline ? deadline - rhkv__now_ms() : -1;
-
-		if (deadline && left <= 0)
-			return rhkv__drop(c, RHKV_ETIMEDOUT,
-					  "no TLS handshake within %d ms",
-					  c->opt.connect_timeout_ms);
-		r = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
-	} while (r == 0 || (r < 0 && errno == EINTR));
-	if (r < 0)
-		return rhkv__drop(c, RHKV_ECONN, "poll: %s", strerror(errno));
-	return 0;
-}
-
-int rhkv__tls_start(rhkv *c)
+int rhkv__tls_begin(rhkv *c)
 {
 	const char *name = c->opt.tls_server_name;
-	long long deadline = 0;
-	char why[200];
-	int rc;
 
 	if (!name && c->host[0] != '/')
 		name = c->host;
-	if (c->opt.connect_timeout_ms > 0)
-		deadline = rhkv__now_ms() + c->opt.connect_timeout_ms;
-	rc = tls_new(c, name);
-	while (rc == 0) {
-		int r, e, err;
-		long v;
+	c->ssl_rwant = POLLIN;
+	c->ssl_wwant = POLLOUT;
+	return tls_new(c, name);
+}
 
-		ERR_clear_error();
-		r = SSL_connect(c->ssl);
-		if (r == 1)
-			return 0;
-		err = errno;
-		e = SSL_get_error(c->ssl, r);
-		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-			rc = tls_wait(
-				c, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
-				deadline);
-			continue;
-		}
-		v = SSL_get_verify_result(c->ssl);
-		if (e == SSL_ERROR_SSL && v != X509_V_OK) {
-			ERR_clear_error();
-			return rhkv__drop(c, RHKV_ETLS,
-					  "TLS: the certificate of %s did not "
-					  "verify: %s",
-					  name ? name : c->host,
-					  X509_verify_cert_error_string(v));
-		}
-		if (e == SSL_ERROR_SSL)
-			return rhkv__drop(c, RHKV_ETLS,
-					  "TLS handshake with %s failed: %s",
-					  c->host,
-					  ossl_why(why, sizeof(why), "failed"));
-		return rhkv__drop(c, RHKV_ECONN, "TLS handshake with %s: %s",
-				  c->host,
-				  e == SSL_ERROR_SYSCALL && err
-					  ? strerror(err)
-					  : "the server closed the connection");
+int rhkv__tls_step(rhkv *c)
+{
+	const char *name = c->opt.tls_server_name;
+	char why[200];
+	int r, e, err;
+	long v;
+
+	if (!name && c->host[0] != '/')
+		name = c->host;
+	ERR_clear_error();
+	r = SSL_connect(c->ssl);
+	if (r == 1) {
+		c->ssl_wwant = POLLOUT;
+		return 0;
 	}
-	return rc;
+	err = errno;
+	e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		/* the handshake's wait is kept where the engine looks for a
+		 * blocked write's */
+		c->ssl_wwant = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+		return 1;
+	}
+	v = SSL_get_verify_result(c->ssl);
+	if (e == SSL_ERROR_SSL && v != X509_V_OK) {
+		ERR_clear_error();
+		return rhkv__drop(c, RHKV_ETLS,
+				  "TLS: the certificate of %s did not "
+				  "verify: %s",
+				  name ? name : c->host,
+				  X509_verify_cert_error_string(v));
+	}
+	if (e == SSL_ERROR_SSL)
+		return rhkv__drop(c, RHKV_ETLS,
+				  "TLS handshake with %s failed: %s", c->host,
+				  ossl_why(why, sizeof(why), "failed"));
+	return rhkv__drop(c, RHKV_ECONN, "TLS handshake with %s: %s", c->host,
+			  e == SSL_ERROR_SYSCALL && err
+				  ? strerror(err)
+				  : "the server closed the connection");
 }
 
 /* After a read or write that moved nothing: 0 with *want the event to wait

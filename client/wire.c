@@ -117,8 +117,23 @@ static uint32_t nargs(uint32_t op, const struct rhkv__req *r)
 	}
 }
 
-static int pack(msgpack_packer *pk, uint64_t id, const struct rhkv__req *r)
+/* The ops whose key argument is a cache key (the prefix goes in front). */
+static bool has_cache_key(uint32_t op)
 {
+	return op != PROTO_OP_STATS && op != PROTO_OP_AUTH &&
+	       op != PROTO_OP_FLUSH_ALL;
+}
+
+bool rhkv__key_ok(const rhkv *c, size_t klen, const void *key)
+{
+	return klen && klen <= PROTO_BIN_KEY_MAX - c->prefix_len &&
+	       proto_bin_key_ok(key, klen);
+}
+
+static int pack(const rhkv *c, msgpack_packer *pk, uint64_t id,
+		const struct rhkv__req *r)
+{
+	size_t plen = has_cache_key(r->op) ? c->prefix_len : 0;
 	uint32_t op = r->op;
 	int e = 0;
 
@@ -127,7 +142,9 @@ static int pack(msgpack_packer *pk, uint64_t id, const struct rhkv__req *r)
 		return msgpack_pack_int64(pk, r->exptime);
 	if (nargs(op, r) == 0)
 		return 0;
-	e |= msgpack_pack_str(pk, r->klen);
+	e |= msgpack_pack_str(pk, plen + r->klen);
+	if (plen)
+		e |= msgpack_pack_str_body(pk, c->opt.key_prefix, plen);
 	e |= msgpack_pack_str_body(pk, r->key, r->klen);
 	switch (op) {
 	case PROTO_OP_SET:
@@ -169,13 +186,17 @@ static int pack(msgpack_packer *pk, uint64_t id, const struct rhkv__req *r)
 	return e;
 }
 
-int rhkv__encode(msgpack_sbuffer *sb, msgpack_packer *pk, uint64_t id,
-		 const struct rhkv__req *r)
+int rhkv__encode(const rhkv *c, msgpack_sbuffer *sb, msgpack_packer *pk,
+		 uint64_t id, const struct rhkv__req *r)
 {
 	size_t was = sb->size;
-	size_t frame = proto_bin_begin(sb);
+	size_t frame;
 
-	if (frame == (size_t)-1 || pack(pk, id, r) != 0) {
+	if (nargs(r->op, r) > 0 && has_cache_key(r->op) &&
+	    (!r->key || !rhkv__key_ok(c, r->klen, r->key)))
+		return RHKV_EBADKEY;
+	frame = proto_bin_begin(sb);
+	if (frame == (size_t)-1 || pack(c, pk, id, r) != 0) {
 		sb->size = was;
 		return RHKV_ENOMEM;
 	}

@@ -362,7 +362,7 @@ static int do_touch(struct cli *cl, const struct cmd *d, int argc,
 static int do_mget(struct cli *cl, const struct cmd *d, int argc,
 		   struct cli_word *argv)
 {
-	const void **keys;
+	const char **keys;
 	size_t *klens;
 	struct rhkv_value *vals;
 	int *status;

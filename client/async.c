@@ -1,0 +1,274 @@
+/*
+ * The non-blocking API (rhkv.h): rhkv_send() turns a struct rhkv_cmd into
+ * a request queued on the engine (io.c) with the caller's callback; the
+ * event functions step the engine from an event loop; replies of public
+ * commands are decoded here into a struct rhkv_result.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* The wire op of each public op, 0 for none. */
+static uint32_t wire_op(int op)
+{
+	static const uint32_t ops[] = {
+		[RHKV_OP_GET] = PROTO_OP_GET,
+		[RHKV_OP_GAT] = PROTO_OP_GAT,
+		[RHKV_OP_SET] = PROTO_OP_SET,
+		[RHKV_OP_ADD] = PROTO_OP_ADD,
+		[RHKV_OP_REPLACE] = PROTO_OP_REPLACE,
+		[RHKV_OP_APPEND] = PROTO_OP_APPEND,
+		[RHKV_OP_PREPEND] = PROTO_OP_PREPEND,
+		[RHKV_OP_CAS] = PROTO_OP_CAS,
+		[RHKV_OP_DELETE] = PROTO_OP_DELETE,
+		[RHKV_OP_INCR] = PROTO_OP_INCR,
+		[RHKV_OP_DECR] = PROTO_OP_DECR,
+		[RHKV_OP_TOUCH] = PROTO_OP_TOUCH,
+		[RHKV_OP_FLUSH_ALL] = PROTO_OP_FLUSH_ALL,
+		[RHKV_OP_NOOP] = PROTO_OP_NOOP,
+		[RHKV_OP_META_GET] = PROTO_OP_META_GET,
+		[RHKV_OP_META_SET] = PROTO_OP_META_SET,
+		[RHKV_OP_META_DELETE] = PROTO_OP_META_DELETE,
+		[RHKV_OP_META_ARITH] = PROTO_OP_META_ARITH,
+	};
+
+	if (op <= 0 || (size_t)op >= sizeof(ops) / sizeof(ops[0]))
+		return 0;
+	return ops[op];
+}
+
+int rhkv__cmd_req(rhkv *c, const struct rhkv_cmd *cmd, struct rhkv__req *r,
+		  struct proto_bin_meta *meta)
+{
+	uint32_t op = cmd ? wire_op(cmd->op) : 0;
+
+	if (!op || (!cmd->val && cmd->vlen))
+		return rhkv__fail(c, RHKV_EINVAL, "bad command");
+	*r = (struct rhkv__req){ .op = op,
+				 .key = cmd->key,
+				 .klen = cmd->klen,
+				 .val = cmd->val,
+				 .vlen = cmd->vlen,
+				 .flags = cmd->flags,
+				 .exptime = cmd->exptime,
+				 .cas = cmd->cas,
+				 .delta = cmd->delta };
+	if (op != PROTO_OP_FLUSH_ALL && op != PROTO_OP_NOOP &&
+	    (!cmd->key || !rhkv__key_ok(c, cmd->klen, cmd->key)))
+		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
+	if (!proto_bin_op_is_meta(op))
+		return 0;
+	r->meta = meta;
+	return rhkv__meta_opts(c, cmd, meta);
+}
+
+int rhkv_send(rhkv *c, const struct rhkv_cmd *cmd, rhkv_callback cb, void *arg)
+{
+	struct proto_bin_meta meta;
+	struct rhkv__req r;
+	int rc;
+
+	if (!c)
+		return RHKV_EINVAL;
+	rc = rhkv__cmd_req(c, cmd, &r, &meta);
+	/* the server's limit cannot be asked without waiting: values above
+	 * the default need it known (any blocking store of one asks) */
+	if (rc == 0 && r.vlen > RHKV__ITEM_DEFAULT &&
+	    r.vlen > (c->item_max ? c->item_max : RHKV__ITEM_DEFAULT))
+		rc = rhkv__fail(c, RHKV_ETOOLARGE,
+				"value of %zu bytes above the server's limit "
+				"(known: %llu)",
+				r.vlen, (unsigned long long)c->item_max);
+	if (rc)
+		return rc;
+	rhkv__settle(c);
+	rc = rhkv__connect_start(c);
+	if (rc)
+		return rc;
+	rc = rhkv__queue(c, &r, NULL, NULL, 0, cb, arg);
+	if (rc)
+		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
+	/* the op is the caller's, for the result */
+	c->pq[(c->pq_head + c->pq_len - 1) % c->pq_cap].op = (uint32_t)cmd->op;
+	rhkv__notify(c);
+	return 0;
+}
+
+/* ---- replies of public commands ---- */
+
+static void call(rhkv *c, const struct rhkv__pending *p,
+		 const struct rhkv_result *res)
+{
+	if (p->cb)
+		p->cb(c, res, p->arg);
+}
+
+void rhkv__deliver_error(rhkv *c, const struct rhkv__pending *p, int err)
+{
+	struct rhkv_result res = { .op = (int)p->op,
+				   .status = err,
+				   .index = p->index };
+
+	call(c, p, &res);
+}
+
+/* A meta reply into res (its meta, value and number). */
+static int meta_result(uint32_t status, const msgpack_object *payload,
+		       struct rhkv_result *res, struct rhkv_meta *m)
+{
+	struct proto_bin_meta_reply mr;
+
+	if (!proto_bin_meta_reply_decode(payload, &mr))
+		return RHKV_EPROTO;
+	rhkv__meta_fill(&mr, m);
+	res->flags = mr.flags;
+	res->cas = mr.cas;
+	res->number = res->op == RHKV_OP_META_ARITH ? mr.number : mr.cas;
+	if (mr.fields & PROTO_MR_VALUE) {
+		res->data = mr.value.p;
+		res->len = mr.value.n;
+	}
+	if (res->op == RHKV_OP_META_GET)
+		res->meta = m;
+	(void)status;
+	return 0;
+}
+
+void rhkv__deliver(rhkv *c, const struct rhkv__pending *p, uint32_t status,
+		   const msgpack_object *payload)
+{
+	struct rhkv_result res = { .op = (int)p->op, .index = p->index };
+	struct rhkv_meta m;
+	uint32_t n;
+
+	if (proto_bin_op_is_meta(wire_op((int)p->op)) &&
+	    rhkv__meta_has_result(status)) {
+		if (meta_result(status, payload, &res, &m))
+			res.status = RHKV_EPROTO;
+		else if (status != PROTO_ST_OK)
+			res.status = rhkv__status(c, status, payload);
+		call(c, p, &res);
+		return;
+	}
+	if (status != PROTO_ST_OK) {
+		res.status = rhkv__status(c, status, payload);
+		call(c, p, &res);
+		return;
+	}
+	switch (p->op) {
+	case RHKV_OP_GET:
+	case RHKV_OP_GAT:
+		if (!rhkv__pl_value(payload, &res.flags, &res.data, &n,
+				    &res.cas))
+			res.status = RHKV_EPROTO;
+		res.len = n;
+		break;
+	case RHKV_OP_DELETE:
+	case RHKV_OP_TOUCH:
+	case RHKV_OP_FLUSH_ALL:
+	case RHKV_OP_NOOP:
+		break; /* nil: anything is accepted */
+	default:       /* stores and arithmetic: a number */
+		if (!rhkv__pl_uint(payload, &res.number))
+			res.status = RHKV_EPROTO;
+		break;
+	}
+	call(c, p, &res);
+}
+
+/* ---- driving the handle from an event loop ---- */
+
+int rhkv_fd(const rhkv *c)
+{
+	return c ? c->fd : -1;
+}
+
+int rhkv_wants(const rhkv *c)
+{
+	return c ? rhkv__wants(c) : 0;
+}
+
+/* One round of I/O, then the failed commands' callbacks and the hooks. */
+static int step(rhkv *c, bool can_read, bool can_write)
+{
+	int rc;
+
+	if (!c)
+		return RHKV_EINVAL;
+	if (c->in_callback)
+		return 0; /* the loop will come back */
+	rc = rhkv__io(c, can_read, can_write);
+	rhkv__settle(c);
+	rhkv__notify(c);
+	return rc;
+}
+
+int rhkv_on_readable(rhkv *c)
+{
+	return step(c, true, false);
+}
+
+int rhkv_on_writable(rhkv *c)
+{
+	return step(c, false, true);
+}
+
+int rhkv_timeout_ms(const rhkv *c)
+{
+	long long left = c ? rhkv__deadline_left(c, rhkv__now_ms()) : -1;
+
+	return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+int rhkv_on_timer(rhkv *c)
+{
+	if (!c)
+		return -1;
+	if (!c->in_callback) {
+		rhkv__expire(c, rhkv__now_ms());
+		rhkv__settle(c);
+		rhkv__notify(c);
+	}
+	return rhkv_timeout_ms(c);
+}
+
+size_t rhkv_pending(const rhkv *c)
+{
+	return c ? c->pq_len : 0;
+}
+
+size_t rhkv_buffered(const rhkv *c)
+{
+	if (!c)
+		return 0;
+	return c->out.alloc + c->sb.alloc + c->rcap +
+	       c->pq_cap * sizeof(struct rhkv__pending);
+}
+
+void rhkv__notify(rhkv *c)
+{
+	int wants;
+
+	if (!c->hooks.update)
+		return;
+	wants = rhkv__wants(c);
+	if (c->fd == c->told_fd && wants == c->told_wants)
+		return;
+	c->told_fd = c->fd;
+	c->told_wants = wants;
+	c->hooks.update(c->hooks.data, c->fd, wants);
+}
+
+void rhkv_set_event_hooks(rhkv *c, const struct rhkv_event_hooks *hooks)
+{
+	if (!c)
+		return;
+	if (c->hooks.cleanup)
+		c->hooks.cleanup(c->hooks.data);
+	memset(&c->hooks, 0, sizeof(c->hooks));
+	if (hooks)
+		c->hooks = *hooks;
+	c->told_fd = -1;
+	c->told_wants = 0;
+	rhkv__notify(c);
+}
