@@ -6,6 +6,9 @@
  */
 #include "internal.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The wire op of each public op, 0 for none. */
@@ -271,4 +274,66 @@ void rhkv_set_event_hooks(rhkv *c, const struct rhkv_event_hooks *hooks)
 	c->told_fd = -1;
 	c->told_wants = 0;
 	rhkv__notify(c);
+}
+
+/* ---- a poll() loop over several handles ---- */
+
+int rhkv_poll(rhkv *const *cs, size_t n, int max_ms)
+{
+	struct pollfd stack[16], *pfd = n <= 16 ? stack : NULL;
+	long long now = rhkv__now_ms();
+	int ms = max_ms, ready;
+
+	if (!cs && n)
+		return RHKV_EINVAL;
+	if (!pfd && !(pfd = calloc(n, sizeof(*pfd))))
+		return RHKV_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int w = cs[i] ? rhkv__wants(cs[i]) : 0;
+		long long left = w ? rhkv__deadline_left(cs[i], now) : -1;
+
+		pfd[i] = (struct pollfd){ .fd = w ? cs[i]->fd : -1 };
+		if (w & RHKV_WANT_READ)
+			pfd[i].events |= POLLIN;
+		if (w & RHKV_WANT_WRITE)
+			pfd[i].events |= POLLOUT;
+		if (left >= 0 && (ms < 0 || left < ms))
+			ms = (int)(left > INT32_MAX ? INT32_MAX : left);
+	}
+	ready = poll(pfd, n, ms);
+	if (ready < 0)
+		ready = errno == EINTR ? 0 : RHKV_ECONN;
+	for (size_t i = 0; i < n && ready >= 0; i++) {
+		short re = pfd[i].revents;
+
+		if (!cs[i] || pfd[i].fd < 0)
+			continue;
+		if (re & (POLLERR | POLLHUP))
+			re |= pfd[i].events;
+		if (re & (POLLIN | POLLOUT))
+			step(cs[i], re & POLLIN, re & POLLOUT);
+		rhkv_on_timer(cs[i]);
+	}
+	if (pfd != stack)
+		free(pfd);
+	return ready;
+}
+
+int rhkv_poll_wait(rhkv *const *cs, size_t n)
+{
+	for (;;) {
+		size_t busy = 0;
+		int rc;
+
+		for (size_t i = 0; i < n; i++) {
+			if (cs[i])
+				rhkv__settle(cs[i]);
+			busy += cs[i] && cs[i]->pq_len;
+		}
+		if (!busy)
+			return 0;
+		rc = rhkv_poll(cs, n, -1);
+		if (rc < 0)
+			return rc;
+	}
 }

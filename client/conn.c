@@ -356,6 +356,13 @@ int rhkv__ensure(rhkv *c)
 
 void rhkv__disconnect(rhkv *c)
 {
+	/* the loop lets go of the socket before it is closed (and its
+	 * number perhaps reused) */
+	if (c->hooks.update && c->told_fd >= 0) {
+		c->told_fd = -1;
+		c->told_wants = 0;
+		c->hooks.update(c->hooks.data, -1, 0);
+	}
 	rhkv__tls_end(c, false);
 	if (c->fd >= 0)
 		close(c->fd);

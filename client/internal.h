@@ -254,8 +254,9 @@ static inline uint64_t rhkv__last_seq(const rhkv *c)
  */
 int rhkv__wait(rhkv *c, uint64_t seq);
 /* As rhkv__wait, but returns as soon as fewer than budget bytes wait to be
- * sent (the streaming pipeline's back-pressure). */
-int rhkv__drain(rhkv *c, size_t budget);
+ * sent and at most max_pending commands wait for replies (the streaming
+ * pipeline's back-pressure). */
+int rhkv__drain(rhkv *c, size_t budget, size_t max_pending);
 
 /* One non-blocking round: sends what it can, reads what has come (each
  * complete reply dispatched). 0 or the connection's error. */

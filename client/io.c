@@ -494,24 +494,19 @@ int rhkv__wait(rhkv *c, uint64_t seq)
 	return 0;
 }
 
-int rhkv__drain(rhkv *c, size_t budget)
+int rhkv__drain(rhkv *c, size_t budget, size_t max_pending)
 {
-	if (unsent(c) < budget)
-		return 0;
-	while (unsent(c) >= budget && unsent(c) > 0) {
+	while (unsent(c) >= budget || c->pq_len > max_pending) {
 		int rc;
 
 		if (c->state == RHKV__CLOSED)
 			return gone(c);
-		rc = c->state == RHKV__READY ? flush(c) : 0;
-		if (rc == 0 && unsent(c) >= budget)
+		rc = c->state == RHKV__READY && unsent(c) ? flush(c) : 0;
+		if (rc == 0 && (unsent(c) >= budget || c->pq_len > max_pending))
 			rc = poll_once(c);
 		if (rc)
 			return gone(c);
 	}
-	/* replies that came meanwhile: taken now, not left to pile up */
-	if (c->state == RHKV__READY && c->pq_len && read_some(c, false))
-		return gone(c);
 	return 0;
 }
 

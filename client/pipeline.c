@@ -191,8 +191,10 @@ long rhkv_pipeline_cmd(rhkv_pipeline *p, const struct rhkv_cmd *cmd)
 		c->pq[(c->pq_head + c->pq_len - 1) % c->pq_cap].op =
 			(uint32_t)cmd->op;
 	p->last_seq = c->seq;
-	/* past the budget: send, taking the replies that have come */
-	rc = rhkv__drain(c, budget(c));
+	/* past the budget: send, taking the replies that have come; the
+	 * replies awaited are bounded too (their records are memory) */
+	rc = rhkv__drain(c, budget(c),
+			 budget(c) / 32 < 1024 ? 1024 : budget(c) / 32);
 	if (rc && !p->err)
 		p->err = rc;
 	return i;

@@ -438,6 +438,18 @@ struct rhkv_event_hooks {
 
 void rhkv_set_event_hooks(rhkv *c, const struct rhkv_event_hooks *hooks);
 
+/*
+ * The plain poll() loop: one poll() over the n handles (NULL entries
+ * skipped) for what each wants, at most max_ms (-1: until an event or the
+ * earliest deadline), then their events and timers handled, callbacks
+ * called. The number of handles that had events, or RHKV_ECONN (poll
+ * failed) or RHKV_ENOMEM.
+ */
+int rhkv_poll(rhkv *const *handles, size_t n, int max_ms);
+/* rhkv_poll() until no handle has a command waiting (each ends answered,
+ * failed or timed out). 0 or rhkv_poll()'s error. */
+int rhkv_poll_wait(rhkv *const *handles, size_t n);
+
 /* ---- multi-key and pipelines ---- */
 
 /*
