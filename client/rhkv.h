@@ -567,18 +567,44 @@ void rhkv_scan_end(rhkv_scan_iter *it);
  *
  * Failures: a server that cannot be connected, or on which a call of the
  * cluster fails with RHKV_ECONN, RHKV_ETIMEDOUT or RHKV_ETLS, is marked
- * dead for the
- * retry interval (default 2000 ms). While dead its points are skipped (the
- * key goes to the next point clockwise that belongs to a live server), so
- * only its keys move, and only while it is dead; the ring is never rebuilt
- * (libmemcached's auto-eject rebuilds it, which with unequal weights moves
- * other keys too). After the interval the server is tried again. A call
- * that failed is not repeated on another server (it may have taken
- * effect); a connection that could not be made sent nothing, so pick goes
- * on to the next server then.
+ * dead for the retry interval (default 2000 ms). While dead its points are
+ * skipped (the key goes to the next point clockwise that belongs to a live
+ * server, its fallback), so only its keys move, and only while it is dead;
+ * the ring is never rebuilt (libmemcached's auto-eject rebuilds it, which
+ * with unequal weights moves other keys too). A call that failed is not
+ * repeated on another server (it may have taken effect); a connection that
+ * could not be made sent nothing, so pick goes on to the next server then.
+ *
+ * Stale reads after a server comes back. When its retry time has come, a
+ * failed server rejoins as rhkv_cluster_set_rejoin() says, and its keys
+ * move back to it. It still holds what it held when it failed, unless it
+ * restarted empty; the fallback meanwhile took the writes of its keys. So
+ * a key written during the outage is read, after the rejoin, as it was
+ * before the outage: a stale value, not a miss. Deletes done during the
+ * outage come back to life the same way. The modes:
+ *
+ *   RHKV_REJOIN_AT_ONCE (the default; libmemcached's behaviour) takes the
+ *     server back at the first call after its retry time. Stale reads as
+ *     above; a server that flaps moves its keys back and forth each time.
+ *   RHKV_REJOIN_QUIET takes it back only after it answered pings (one per
+ *     retry interval, sent when a call would have gone to it) with no
+ *     failure for quiet_ms; until then its keys stay on the fallback.
+ *     This stops a flapping server from bouncing keys, but once it
+ *     rejoins its old values are served just as with AT_ONCE: stale.
+ *   RHKV_REJOIN_FLUSH sends the server flush_all before any key goes to
+ *     it (a failed flush keeps it out), so nothing it held before failing
+ *     can be read. The price: it comes back empty, every key a miss.
+ *
+ * No mode cleans the fallback: it keeps the copies written to it during
+ * the outage, and if the server fails again its keys go back there, to
+ * values that may be older than ones written to the server since. Short
+ * exptimes bound both risks; a client that cannot read a stale value must
+ * not cache it in a cluster (or must check it, as with a cas or version
+ * field of its own). Each rhkv_cluster learns failures by itself: a pool
+ * of clusters (rhkv_pool_new_cluster) has one failure state per cluster.
  *
  * Threads: like a handle, a cluster (and the handles it gives out) is used
- * by one thread at a time.
+ * by one thread at a time; rhkv_pool shares clusters between threads.
  */
 typedef struct rhkv_cluster rhkv_cluster;
 
@@ -604,6 +630,19 @@ int rhkv_cluster_add(rhkv_cluster *cl, const char *host, int port,
 int rhkv_cluster_set_retry(rhkv_cluster *cl, int retry_ms);
 /* The ring's layout: an enum rhkv_ketama. 0 or RHKV_EINVAL. */
 int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode);
+
+/* How a failed server takes keys again (see "Stale reads" above). */
+enum rhkv_rejoin {
+	RHKV_REJOIN_AT_ONCE = 0, /* at its retry time (default) */
+	RHKV_REJOIN_QUIET = 1,	 /* after quiet_ms of answered pings */
+	RHKV_REJOIN_FLUSH = 2,	 /* at its retry time, flushed first */
+};
+
+/* Sets the rejoin mode; quiet_ms counts for RHKV_REJOIN_QUIET only (0:
+ * the first answered ping lets it in). Applies to servers already dead
+ * too. 0 or RHKV_EINVAL. */
+int rhkv_cluster_set_rejoin(rhkv_cluster *cl, enum rhkv_rejoin mode,
+			    int quiet_ms);
 /*
  * The handle of the live server that owns key, connected (lazily, once);
  * valid until rhkv_cluster_free(). NULL when no server is alive or none
@@ -620,14 +659,97 @@ void rhkv_cluster_failed(rhkv_cluster *cl, rhkv *c, int err);
  * RHKV_EINVAL (no servers). */
 int rhkv_cluster_server_of(rhkv_cluster *cl, const void *key, size_t klen,
 			   char *host, size_t cap, int *port);
-/* rhkv_get, rhkv_set and rhkv_delete on the key's server (picked as by
- * rhkv_cluster_pick; RHKV_ECONN when none is alive). */
+/*
+ * Single-key calls on the key's server: each is its rhkv_ namesake on the
+ * handle rhkv_cluster_pick() gives, with rhkv_cluster_failed() after it;
+ * RHKV_ECONN when no server is alive. rhkv_cluster_add_key is rhkv_add
+ * (rhkv_cluster_add adds a server).
+ */
 int rhkv_cluster_get(rhkv_cluster *cl, const void *key, size_t klen,
 		     struct rhkv_value *out);
+int rhkv_cluster_get_into(rhkv_cluster *cl, const void *key, size_t klen,
+			  void *buf, size_t cap, size_t *len, uint32_t *flags,
+			  uint64_t *cas);
+int rhkv_cluster_gat(rhkv_cluster *cl, const void *key, size_t klen,
+		     int64_t exptime, struct rhkv_value *out);
 int rhkv_cluster_set(rhkv_cluster *cl, const void *key, size_t klen,
 		     const void *val, size_t vlen, uint32_t flags,
 		     int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_add_key(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint32_t flags,
+			 int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_replace(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint32_t flags,
+			 int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_append(rhkv_cluster *cl, const void *key, size_t klen,
+			const void *val, size_t vlen, uint64_t *cas_out);
+int rhkv_cluster_prepend(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint64_t *cas_out);
+int rhkv_cluster_cas(rhkv_cluster *cl, const void *key, size_t klen,
+		     const void *val, size_t vlen, uint32_t flags,
+		     int64_t exptime, uint64_t cas, uint64_t *cas_out);
 int rhkv_cluster_delete(rhkv_cluster *cl, const void *key, size_t klen);
+int rhkv_cluster_incr(rhkv_cluster *cl, const void *key, size_t klen,
+		      uint64_t delta, uint64_t *value);
+int rhkv_cluster_decr(rhkv_cluster *cl, const void *key, size_t klen,
+		      uint64_t delta, uint64_t *value);
+int rhkv_cluster_touch(rhkv_cluster *cl, const void *key, size_t klen,
+		       int64_t exptime);
+int rhkv_cluster_meta_get(rhkv_cluster *cl, const void *key, size_t klen,
+			  const struct rhkv_mget_opts *o,
+			  struct rhkv_meta *out);
+int rhkv_cluster_meta_set(rhkv_cluster *cl, const void *key, size_t klen,
+			  const void *val, size_t vlen,
+			  const struct rhkv_mset_opts *o, uint64_t *cas_out);
+int rhkv_cluster_meta_delete(rhkv_cluster *cl, const void *key, size_t klen,
+			     const struct rhkv_mdelete_opts *o);
+int rhkv_cluster_meta_arith(rhkv_cluster *cl, const void *key, size_t klen,
+			    uint64_t delta, const struct rhkv_marith_opts *o,
+			    uint64_t *value, uint64_t *cas_out);
+
+/*
+ * Every server, for commands that go to all of them (stats, version, scan
+ * of the tier, flush): server i is 0 .. rhkv_cluster_count() - 1, in the
+ * order added. rhkv_cluster_server() sets *host (valid until
+ * rhkv_cluster_free()) and *port (either may be NULL) and, when c is not
+ * NULL, *c to the server's handle, connected (lazily) and valid until
+ * rhkv_cluster_free(). A server skipped as dead gives RHKV_ECONN without
+ * a try; one whose retry time has come rejoins here as for a key (its
+ * flush, its ping); a connect that fails is returned and marks the server
+ * dead as pick does. *c is NULL on any error. 0, RHKV_EINVAL (i out of
+ * range) or the connection's error. After a call on *c fails, pass the
+ * error to rhkv_cluster_failed() as after pick.
+ *
+ *	for (size_t i = 0; i < rhkv_cluster_count(cl); i++) {
+ *		const char *host;
+ *		int port, rc;
+ *		rhkv *c;
+ *		struct rhkv_stat *st;
+ *		size_t n;
+ *
+ *		rc = rhkv_cluster_server(cl, i, &host, &port, &c);
+ *		if (!rc)
+ *			rc = rhkv_stats(c, NULL, &st, &n);
+ *		if (rc) {
+ *			rhkv_cluster_failed(cl, c, rc); (c NULL is fine)
+ *			continue;     (report host:port as unreachable)
+ *		}
+ *		... use st[0..n) ...
+ *		rhkv_stats_free(st, n);
+ *	}
+ *
+ * A scan of the tier is the same loop with rhkv_scan_begin(c, ...) /
+ * rhkv_scan_next / rhkv_scan_end on each server in turn: each key lives on
+ * one server, so the union is the tier's keys (with a key copied to a
+ * fallback during an outage possibly found twice).
+ */
+size_t rhkv_cluster_count(const rhkv_cluster *cl);
+int rhkv_cluster_server(rhkv_cluster *cl, size_t i, const char **host,
+			int *port, rhkv **c);
+/* rhkv_flush_all on every server: status[i] (status may be NULL; else
+ * rhkv_cluster_count() entries) is server i's result. 0 when all
+ * succeeded, else the first error. */
+int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status);
 /* The cluster's last failure in words ("" when none). */
 const char *rhkv_cluster_errstr(const rhkv_cluster *cl);
 /* Closes every server's handle and frees cl (NULL is fine). */
