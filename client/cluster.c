@@ -315,6 +315,14 @@ int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode)
 	return 0;
 }
 
+void rhkv_cluster_config_init(struct rhkv_cluster_config *cfg)
+{
+	cfg->ketama = RHKV_KETAMA_WEIGHTED;
+	cfg->retry_ms = DEFAULT_RETRY_MS;
+	cfg->rejoin = RHKV_REJOIN_AT_ONCE;
+	cfg->quiet_ms = 0;
+}
+
 int rhkv_cluster_set_rejoin(rhkv_cluster *cl, enum rhkv_rejoin mode,
 			    int quiet_ms)
 {

@@ -755,6 +755,79 @@ const char *rhkv_cluster_errstr(const rhkv_cluster *cl);
 /* Closes every server's handle and frees cl (NULL is fine). */
 void rhkv_cluster_free(rhkv_cluster *cl);
 
+/* ---- pools: handles and clusters shared by threads ---- */
+
+/*
+ * A pool of at most size handles to one server (rhkv_pool_new) or of
+ * clusters of the same servers and settings (rhkv_pool_new_cluster),
+ * made lazily: a checkout takes an idle one, else makes one while fewer
+ * than size exist, else waits for one to be put back.
+ *
+ * Threads: rhkv_pool_get, rhkv_pool_put, rhkv_pool_get_cluster and
+ * rhkv_pool_put_cluster may be called by any threads at once (a mutex and
+ * a condition variable inside). A handle or cluster checked out belongs to
+ * its thread alone until put back, and after rhkv_pool_put the thread
+ * must not touch it. rhkv_pool_new, rhkv_pool_new_cluster and
+ * rhkv_pool_free are not thread-safe: the pool is made before the threads
+ * share it and freed after they are done with it.
+ *
+ * Errors: a handle is put back whatever happened on it. One whose
+ * connection failed (RHKV_ECONN, RHKV_ETIMEDOUT) has dropped it and
+ * connects again at its next call; one that was given RHKV_EPROTO has
+ * dropped it too. Nothing to do but put it back.
+ */
+typedef struct rhkv_pool rhkv_pool;
+
+/* A server of a cluster pool (as rhkv_cluster_add's arguments). */
+struct rhkv_server {
+	const char *host;
+	int port;
+	unsigned int weight; /* 0 counts as 1 */
+};
+
+/* The settings of each cluster of a pool (rhkv_cluster_set_*). */
+struct rhkv_cluster_config {
+	int ketama;	       /* enum rhkv_ketama */
+	int retry_ms;	       /* rhkv_cluster_set_retry */
+	enum rhkv_rejoin rejoin; /* rhkv_cluster_set_rejoin */
+	int quiet_ms;
+};
+
+/* Fills cfg with a new cluster's defaults. */
+void rhkv_cluster_config_init(struct rhkv_cluster_config *cfg);
+
+/* A pool of up to size (> 0) handles to host:port, each made by
+ * rhkv_connect() with o (NULL: defaults; copied). 0, RHKV_EINVAL or
+ * RHKV_ENOMEM. */
+int rhkv_pool_new(rhkv_pool **out, const char *host, int port,
+		  const struct rhkv_options *o, size_t size);
+/* A pool of up to size (> 0) clusters of servers[0..n) (copied), each
+ * made with o (NULL: defaults) and cfg (NULL: defaults). */
+int rhkv_pool_new_cluster(rhkv_pool **out, const struct rhkv_server *servers,
+			  size_t n, const struct rhkv_options *o,
+			  const struct rhkv_cluster_config *cfg, size_t size);
+
+/*
+ * Checks out a handle (a pool of rhkv_pool_new) into *out. timeout_ms: how
+ * long to wait when all size are out; 0: not at all, -1: for ever. 0, or
+ * RHKV_ETIMEDOUT (none came back in time), RHKV_EINVAL (a cluster pool),
+ * or a new handle's rhkv_connect() error (nothing is checked out then).
+ */
+int rhkv_pool_get(rhkv_pool *pool, int timeout_ms, rhkv **out);
+/* Gives back a handle of this pool (NULL is ignored). */
+void rhkv_pool_put(rhkv_pool *pool, rhkv *c);
+/* As rhkv_pool_get, for a pool of rhkv_pool_new_cluster. A new cluster
+ * connects nothing, so the errors are RHKV_ETIMEDOUT, RHKV_EINVAL and
+ * RHKV_ENOMEM. */
+int rhkv_pool_get_cluster(rhkv_pool *pool, int timeout_ms,
+			  rhkv_cluster **out);
+void rhkv_pool_put_cluster(rhkv_pool *pool, rhkv_cluster *cl);
+
+/* Closes every handle or cluster and frees pool (NULL is fine). All must
+ * have been put back: it waits for none, and one still out is not closed
+ * (and must not be put back). */
+void rhkv_pool_free(rhkv_pool *pool);
+
 #ifdef __cplusplus
 }
 #endif
