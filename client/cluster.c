@@ -175,8 +175,8 @@ static int rebuild(rhkv_cluster *cl)
 static int available(const rhkv_cluster *cl, const struct node *nd,
 		     long long now, int will_probe)
 {
-	long long last = nd->dead_at > nd->probed_at ? nd->dead_at
-						     : nd->probed_at;
+	long long last =
+		nd->dead_at > nd->probed_at ? nd->dead_at : nd->probed_at;
 
 	if (!nd->dead_at)
 		return 1;
@@ -345,8 +345,7 @@ static int node_connect(rhkv_cluster *cl, struct node *nd)
 		return rhkv__ensure(nd->c);
 	rc = rhkv_connect(&nd->c, nd->host, nd->port, &cl->opt);
 	if (!nd->c)
-		set_err(cl, "%s:%d: %s", nd->host, nd->port,
-			rhkv_strerror(rc));
+		set_err(cl, "%s:%d: %s", nd->host, nd->port, rhkv_strerror(rc));
 	return rc;
 }
 
@@ -502,8 +501,7 @@ int rhkv_cluster_get_into(rhkv_cluster *cl, const void *key, size_t klen,
 	rhkv *c = route(cl, key, klen, &rc);
 
 	return c ? after(cl, c,
-			 rhkv_get_into(c, key, klen, buf, cap, len, flags,
-				       cas))
+			 rhkv_get_into(c, key, klen, buf, cap, len, flags, cas))
 		 : rc;
 }
 
@@ -531,7 +529,7 @@ int rhkv_cluster_set(rhkv_cluster *cl, const void *key, size_t klen,
 
 int rhkv_cluster_add_key(rhkv_cluster *cl, const void *key, size_t klen,
 			 const void *val, size_t vlen, uint32_t flags,
-		     int64_t exptime, uint64_t *cas_out)
+			 int64_t exptime, uint64_t *cas_out)
 {
 	int rc;
 	rhkv *c = route(cl, key, klen, &rc);
@@ -571,8 +569,7 @@ int rhkv_cluster_prepend(rhkv_cluster *cl, const void *key, size_t klen,
 	int rc;
 	rhkv *c = route(cl, key, klen, &rc);
 
-	return c ? after(cl, c,
-			 rhkv_prepend(c, key, klen, val, vlen, cas_out))
+	return c ? after(cl, c, rhkv_prepend(c, key, klen, val, vlen, cas_out))
 		 : rc;
 }
 
@@ -625,8 +622,7 @@ int rhkv_cluster_touch(rhkv_cluster *cl, const void *key, size_t klen,
 }
 
 int rhkv_cluster_meta_get(rhkv_cluster *cl, const void *key, size_t klen,
-			  const struct rhkv_mget_opts *o,
-			  struct rhkv_meta *out)
+			  const struct rhkv_mget_opts *o, struct rhkv_meta *out)
 {
 	int rc;
 	rhkv *c = route(cl, key, klen, &rc);

@@ -56,8 +56,7 @@ static int make_cluster(const rhkv_pool *p, void **out)
 
 	for (size_t i = 0; !rc && i < p->nservers; i++)
 		rc = rhkv_cluster_add(cl, p->servers[i].host,
-				      p->servers[i].port,
-				      p->servers[i].weight);
+				      p->servers[i].port, p->servers[i].weight);
 	if (!rc)
 		rc = rhkv_cluster_set_ketama(cl, p->cfg.ketama);
 	if (!rc)

@@ -4,7 +4,8 @@
  * include; link with `pkg-config --cflags --libs rhkv`.
  *
  * Threads: a handle is used by one thread at a time; different handles may
- * be used in parallel. Nothing is static or global.
+ * be used in parallel. Nothing is static or global. A pool (rhkv_pool) is
+ * the one object that threads share: it lends each a handle or cluster.
  *
  * Errors: every call returns 0 or a negative RHKV_E* code; rhkv_strerror()
  * names a code, rhkv_errstr() tells the last failure of a handle in words.
@@ -600,8 +601,15 @@ void rhkv_scan_end(rhkv_scan_iter *it);
  * values that may be older than ones written to the server since. Short
  * exptimes bound both risks; a client that cannot read a stale value must
  * not cache it in a cluster (or must check it, as with a cas or version
- * field of its own). Each rhkv_cluster learns failures by itself: a pool
- * of clusters (rhkv_pool_new_cluster) has one failure state per cluster.
+ * field of its own).
+ *
+ * Each rhkv_cluster learns of failures by itself, and the modes act on
+ * what it saw: a pool of clusters (rhkv_pool_new_cluster) has one failure
+ * state per cluster, and other processes have theirs. A cluster that made
+ * no call during the outage never moved the keys and reads the server as
+ * it is (for it nothing failed); with RHKV_REJOIN_FLUSH each cluster that
+ * saw the failure flushes the server when it rejoins, emptying what others
+ * wrote there since their own rejoin (misses, not stale values).
  *
  * Threads: like a handle, a cluster (and the handles it gives out) is used
  * by one thread at a time; rhkv_pool shares clusters between threads.
@@ -787,8 +795,8 @@ struct rhkv_server {
 
 /* The settings of each cluster of a pool (rhkv_cluster_set_*). */
 struct rhkv_cluster_config {
-	int ketama;	       /* enum rhkv_ketama */
-	int retry_ms;	       /* rhkv_cluster_set_retry */
+	int ketama;		 /* enum rhkv_ketama */
+	int retry_ms;		 /* rhkv_cluster_set_retry */
 	enum rhkv_rejoin rejoin; /* rhkv_cluster_set_rejoin */
 	int quiet_ms;
 };
@@ -819,8 +827,7 @@ void rhkv_pool_put(rhkv_pool *pool, rhkv *c);
 /* As rhkv_pool_get, for a pool of rhkv_pool_new_cluster. A new cluster
  * connects nothing, so the errors are RHKV_ETIMEDOUT, RHKV_EINVAL and
  * RHKV_ENOMEM. */
-int rhkv_pool_get_cluster(rhkv_pool *pool, int timeout_ms,
-			  rhkv_cluster **out);
+int rhkv_pool_get_cluster(rhkv_pool *pool, int timeout_ms, rhkv_cluster **out);
 void rhkv_pool_put_cluster(rhkv_pool *pool, rhkv_cluster *cl);
 
 /* Closes every handle or cluster and frees pool (NULL is fine). All must

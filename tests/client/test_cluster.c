@@ -514,9 +514,9 @@ Test(cluster, single_key_calls)
 		cr_assert_geq(home, 0);
 
 		CL_OK(rhkv_cluster_add_key(cl, key, kl, "b", 1, 0, 0, NULL));
-		cr_assert_eq(rhkv_cluster_add_key(cl, key, kl, "x", 1, 0, 0,
-						  NULL),
-			     RHKV_ENOTSTORED);
+		cr_assert_eq(
+			rhkv_cluster_add_key(cl, key, kl, "x", 1, 0, 0, NULL),
+			RHKV_ENOTSTORED);
 		CL_OK(rhkv_cluster_replace(cl, key, kl, "c", 1, 7, 0, NULL));
 		CL_OK(rhkv_cluster_append(cl, key, kl, "d", 1, NULL));
 		CL_OK(rhkv_cluster_prepend(cl, key, kl, "b", 1, NULL));
@@ -528,9 +528,9 @@ Test(cluster, single_key_calls)
 		cr_assert_eq(v.flags, 7);
 		rhkv_value_free(&v);
 		CL_OK(rhkv_cluster_cas(cl, key, kl, "5", 1, 0, 0, cas, NULL));
-		cr_assert_eq(rhkv_cluster_cas(cl, key, kl, "6", 1, 0, 0, cas,
-					      NULL),
-			     RHKV_EEXISTS);
+		cr_assert_eq(
+			rhkv_cluster_cas(cl, key, kl, "6", 1, 0, 0, cas, NULL),
+			RHKV_EEXISTS);
 		CL_OK(rhkv_cluster_touch(cl, key, kl, 1000));
 		CL_OK(rhkv_cluster_incr(cl, key, kl, 10, &n));
 		cr_assert_eq(n, 15);
@@ -619,8 +619,8 @@ Test(cluster, every_server)
 	cr_assert_neq(rhkv_cluster_flush_all(cl, 0, status), 0);
 	cr_assert_eq(status[0], 0);
 	cr_assert_eq(status[1], 0);
-	cr_assert(status[2] == RHKV_ECONN || status[2] == RHKV_ETIMEDOUT,
-		  "%s", rhkv_strerror(status[2]));
+	cr_assert(status[2] == RHKV_ECONN || status[2] == RHKV_ETIMEDOUT, "%s",
+		  rhkv_strerror(status[2]));
 	/* now known dead: skipped without a try */
 	cr_assert_eq(rhkv_cluster_flush_all(cl, 0, status), RHKV_ECONN);
 	cr_assert_eq(status[2], RHKV_ECONN);
