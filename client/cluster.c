@@ -475,193 +475,130 @@ static int after(rhkv_cluster *cl, rhkv *c, int rc)
 	return rc;
 }
 
-/* The key's server for one call, or NULL with *rc the call's result. */
-static rhkv *route(rhkv_cluster *cl, const void *key, size_t klen, int *rc)
+/* What a single-key call returns when no server could be picked. */
+static int no_server(const rhkv_cluster *cl, const void *key, size_t klen)
 {
-	rhkv *c = rhkv_cluster_pick(cl, key, klen);
-
-	*rc = !cl || (!key && klen) ? RHKV_EINVAL : RHKV_ECONN;
-	return c;
+	return !cl || (!key && klen) ? RHKV_EINVAL : RHKV_ECONN;
 }
+
+/*
+ * The body of a single-key call: call (an expression using c) runs on the
+ * key's server, picked as by rhkv_cluster_pick, and after() marks the
+ * server failed on a connection error. Returns from the function.
+ */
+#define ON_KEY(call)                                                        \
+	do {                                                                \
+		rhkv *c = rhkv_cluster_pick(cl, key, klen);                 \
+                                                                            \
+		return c ? after(cl, c, (call)) : no_server(cl, key, klen); \
+	} while (0)
 
 int rhkv_cluster_get(rhkv_cluster *cl, const void *key, size_t klen,
 		     struct rhkv_value *out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_get(c, key, klen, out)) : rc;
+	ON_KEY(rhkv_get(c, key, klen, out));
 }
 
 int rhkv_cluster_get_into(rhkv_cluster *cl, const void *key, size_t klen,
 			  void *buf, size_t cap, size_t *len, uint32_t *flags,
 			  uint64_t *cas)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_get_into(c, key, klen, buf, cap, len, flags, cas))
-		 : rc;
+	ON_KEY(rhkv_get_into(c, key, klen, buf, cap, len, flags, cas));
 }
 
 int rhkv_cluster_gat(rhkv_cluster *cl, const void *key, size_t klen,
 		     int64_t exptime, struct rhkv_value *out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_gat(c, key, klen, exptime, out)) : rc;
+	ON_KEY(rhkv_gat(c, key, klen, exptime, out));
 }
 
 int rhkv_cluster_set(rhkv_cluster *cl, const void *key, size_t klen,
 		     const void *val, size_t vlen, uint32_t flags,
 		     int64_t exptime, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_set(c, key, klen, val, vlen, flags, exptime,
-				  cas_out))
-		 : rc;
+	ON_KEY(rhkv_set(c, key, klen, val, vlen, flags, exptime, cas_out));
 }
 
 int rhkv_cluster_add_key(rhkv_cluster *cl, const void *key, size_t klen,
 			 const void *val, size_t vlen, uint32_t flags,
 			 int64_t exptime, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_add(c, key, klen, val, vlen, flags, exptime,
-				  cas_out))
-		 : rc;
+	ON_KEY(rhkv_add(c, key, klen, val, vlen, flags, exptime, cas_out));
 }
 
 int rhkv_cluster_replace(rhkv_cluster *cl, const void *key, size_t klen,
 			 const void *val, size_t vlen, uint32_t flags,
 			 int64_t exptime, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_replace(c, key, klen, val, vlen, flags, exptime,
-				      cas_out))
-		 : rc;
+	ON_KEY(rhkv_replace(c, key, klen, val, vlen, flags, exptime, cas_out));
 }
 
 int rhkv_cluster_append(rhkv_cluster *cl, const void *key, size_t klen,
 			const void *val, size_t vlen, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_append(c, key, klen, val, vlen, cas_out))
-		 : rc;
+	ON_KEY(rhkv_append(c, key, klen, val, vlen, cas_out));
 }
 
 int rhkv_cluster_prepend(rhkv_cluster *cl, const void *key, size_t klen,
 			 const void *val, size_t vlen, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_prepend(c, key, klen, val, vlen, cas_out))
-		 : rc;
+	ON_KEY(rhkv_prepend(c, key, klen, val, vlen, cas_out));
 }
 
 int rhkv_cluster_cas(rhkv_cluster *cl, const void *key, size_t klen,
 		     const void *val, size_t vlen, uint32_t flags,
 		     int64_t exptime, uint64_t cas, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_cas(c, key, klen, val, vlen, flags, exptime, cas,
-				  cas_out))
-		 : rc;
+	ON_KEY(rhkv_cas(c, key, klen, val, vlen, flags, exptime, cas, cas_out));
 }
 
 int rhkv_cluster_delete(rhkv_cluster *cl, const void *key, size_t klen)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_delete(c, key, klen)) : rc;
+	ON_KEY(rhkv_delete(c, key, klen));
 }
 
 int rhkv_cluster_incr(rhkv_cluster *cl, const void *key, size_t klen,
 		      uint64_t delta, uint64_t *value)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_incr(c, key, klen, delta, value)) : rc;
+	ON_KEY(rhkv_incr(c, key, klen, delta, value));
 }
 
 int rhkv_cluster_decr(rhkv_cluster *cl, const void *key, size_t klen,
 		      uint64_t delta, uint64_t *value)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_decr(c, key, klen, delta, value)) : rc;
+	ON_KEY(rhkv_decr(c, key, klen, delta, value));
 }
 
 int rhkv_cluster_touch(rhkv_cluster *cl, const void *key, size_t klen,
 		       int64_t exptime)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_touch(c, key, klen, exptime)) : rc;
+	ON_KEY(rhkv_touch(c, key, klen, exptime));
 }
 
 int rhkv_cluster_meta_get(rhkv_cluster *cl, const void *key, size_t klen,
 			  const struct rhkv_mget_opts *o, struct rhkv_meta *out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_meta_get(c, key, klen, o, out)) : rc;
+	ON_KEY(rhkv_meta_get(c, key, klen, o, out));
 }
 
 int rhkv_cluster_meta_set(rhkv_cluster *cl, const void *key, size_t klen,
 			  const void *val, size_t vlen,
 			  const struct rhkv_mset_opts *o, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_meta_set(c, key, klen, val, vlen, o, cas_out))
-		 : rc;
+	ON_KEY(rhkv_meta_set(c, key, klen, val, vlen, o, cas_out));
 }
 
 int rhkv_cluster_meta_delete(rhkv_cluster *cl, const void *key, size_t klen,
 			     const struct rhkv_mdelete_opts *o)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c, rhkv_meta_delete(c, key, klen, o)) : rc;
+	ON_KEY(rhkv_meta_delete(c, key, klen, o));
 }
 
 int rhkv_cluster_meta_arith(rhkv_cluster *cl, const void *key, size_t klen,
 			    uint64_t delta, const struct rhkv_marith_opts *o,
 			    uint64_t *value, uint64_t *cas_out)
 {
-	int rc;
-	rhkv *c = route(cl, key, klen, &rc);
-
-	return c ? after(cl, c,
-			 rhkv_meta_arith(c, key, klen, delta, o, value,
-					 cas_out))
-		 : rc;
+	ON_KEY(rhkv_meta_arith(c, key, klen, delta, o, value, cas_out));
 }
 
 /* ---- every server ---- */

@@ -278,18 +278,25 @@ static void checkin(rhkv_pool *p, void *item)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* A checkout from a pool of kind into *out (NULL on failure). */
+static int get_item(rhkv_pool *pool, enum pool_kind kind, int timeout_ms,
+		    void **out)
+{
+	*out = NULL;
+	if (!pool || pool->kind != kind)
+		return RHKV_EINVAL;
+	return checkout(pool, timeout_ms, out);
+}
+
 int rhkv_pool_get(rhkv_pool *pool, int timeout_ms, rhkv **out)
 {
 	void *item;
 	int rc;
 
-	if (out)
-		*out = NULL;
-	if (!pool || !out || pool->kind != POOL_HANDLES)
+	if (!out)
 		return RHKV_EINVAL;
-	rc = checkout(pool, timeout_ms, &item);
-	if (!rc)
-		*out = item;
+	rc = get_item(pool, POOL_HANDLES, timeout_ms, &item);
+	*out = item;
 	return rc;
 }
 
@@ -304,13 +311,10 @@ int rhkv_pool_get_cluster(rhkv_pool *pool, int timeout_ms, rhkv_cluster **out)
 	void *item;
 	int rc;
 
-	if (out)
-		*out = NULL;
-	if (!pool || !out || pool->kind != POOL_CLUSTERS)
+	if (!out)
 		return RHKV_EINVAL;
-	rc = checkout(pool, timeout_ms, &item);
-	if (!rc)
-		*out = item;
+	rc = get_item(pool, POOL_CLUSTERS, timeout_ms, &item);
+	*out = item;
 	return rc;
 }
 

@@ -461,13 +461,14 @@ Test(cluster, unreachable_server_skipped)
 	rhkv_cluster_free(cl);
 }
 
+static void cl_ok(rhkv_cluster *cl, int rc, const char *call)
+{
+	cr_assert_eq(rc, 0, "%s: %s (%s)", call, rhkv_strerror(rc),
+		     rhkv_cluster_errstr(cl));
+}
+
 /* A cluster call that must succeed, with the cluster's words if not. */
-#define CL_OK(call)                                                            \
-	do {                                                                   \
-		int rc_ = (call);                                              \
-		cr_assert_eq(rc_, 0, "%s: %s (%s)", #call, rhkv_strerror(rc_), \
-			     rhkv_cluster_errstr(cl));                         \
-	} while (0)
+#define CL_OK(call) cl_ok(cl, (call), #call)
 
 /* key's value through the cluster is want (NULL: a miss) */
 static void expect_value(rhkv_cluster *cl, const char *key, const char *want,
