@@ -302,8 +302,14 @@ int rhkv_pool_get(rhkv_pool *pool, int timeout_ms, rhkv **out)
 
 void rhkv_pool_put(rhkv_pool *pool, rhkv *c)
 {
-	if (pool && c && pool->kind == POOL_HANDLES)
-		checkin(pool, c);
+	if (!pool || !c || pool->kind != POOL_HANDLES)
+		return;
+	/* the next thread must not run this one's callbacks, nor report to
+	 * its event loop: a blocking call completes what is queued first */
+	if (rhkv_pending(c))
+		rhkv_ping(c);
+	rhkv_set_event_hooks(c, NULL);
+	checkin(pool, c);
 }
 
 int rhkv_pool_get_cluster(rhkv_pool *pool, int timeout_ms, rhkv_cluster **out)

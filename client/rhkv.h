@@ -558,7 +558,9 @@ void rhkv_scan_end(rhkv_scan_iter *it);
  *     digest (bytes 0..3); weights are ignored.
  *
  * A key's hash is the first 4 bytes of MD5(key), little-endian; its server
- * owns the first point at or above it, wrapping to the lowest point.
+ * owns the first point at or above it, wrapping to the lowest point. The
+ * key hashed is the caller's: a key_prefix of the options is not part of
+ * it.
  *
  * A proxy's ring (twemproxy/nutcracker's ketama) is not this one: it
  * hashes other names (its configured server names) and need not place
@@ -783,6 +785,12 @@ void rhkv_cluster_free(rhkv_cluster *cl);
  * connection failed (RHKV_ECONN, RHKV_ETIMEDOUT) has dropped it and
  * connects again at its next call; one that was given RHKV_EPROTO has
  * dropped it too. Nothing to do but put it back.
+ *
+ * Non-blocking use: rhkv_pool_put completes the commands a handle still
+ * has pending (their callbacks run in the putting thread, as in a
+ * blocking call) and detaches its event hooks, so that the next thread
+ * inherits neither. The handles of a checked-out cluster are not
+ * checked: put a cluster back with nothing pending on them.
  */
 typedef struct rhkv_pool rhkv_pool;
 

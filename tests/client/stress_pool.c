@@ -3,7 +3,8 @@
  * (then a pool of clusters) to one rhkvd, each doing CHECKOUTS checkouts of
  * a few gets and sets on keys of its own, and checking every read against
  * its model of what it wrote. Some handles are put back after a quit, so
- * that the next thread's call reconnects. A plain executable, so that the
+ * that the next thread's call reconnects, and some with a set sent but not
+ * waited for, which the put completes. A plain executable, so that the
  * TSan build runs it too (criterion cannot run under TSan here). Exits 0,
  * or 1 with what went wrong on stderr.
  */
@@ -74,6 +75,51 @@ static void one_op(struct worker *w, rhkv *c, rhkv_cluster *cl, unsigned long n)
 	rhkv_value_free(&v);
 }
 
+struct sent {
+	struct worker *w;
+	unsigned int k;
+	unsigned long n;
+};
+
+static void sent_done(rhkv *c, const struct rhkv_result *r, void *arg)
+{
+	struct sent *s = arg;
+
+	(void)c;
+	if (r->status)
+		FAIL("sent set: %s\n", rhkv_strerror(r->status));
+	else
+		s->w->model[s->k] = s->n;
+	free(s);
+}
+
+/* A set sent without waiting: rhkv_pool_put completes it in this thread
+ * (the callback updates the model), before another thread may take c. */
+static void send_set(struct worker *w, rhkv *c, unsigned long n)
+{
+	struct sent *s = malloc(sizeof(*s));
+	struct rhkv_cmd cmd = { .op = RHKV_OP_SET };
+	char key[32], val[32];
+	int rc;
+
+	if (!s) {
+		FAIL("out of memory\n");
+		return;
+	}
+	*s = (struct sent){ w, (unsigned int)rand_r(&w->seed) % KEYS, n };
+	snprintf(key, sizeof(key), "t%u:k%u", w->id, s->k);
+	snprintf(val, sizeof(val), "%lu", n);
+	cmd.key = key;
+	cmd.klen = strlen(key);
+	cmd.val = val;
+	cmd.vlen = strlen(val);
+	rc = rhkv_send(c, &cmd, sent_done, s);
+	if (rc) {
+		FAIL("send: %s\n", rhkv_strerror(rc));
+		free(s);
+	}
+}
+
 static void one_checkout(struct worker *w, unsigned long round)
 {
 	rhkv_cluster *cl = NULL;
@@ -95,6 +141,8 @@ static void one_checkout(struct worker *w, unsigned long round)
 	/* now and then the server drops it: the next user reconnects */
 	if (rand_r(&w->seed) % 16 == 0)
 		rhkv_quit(c);
+	else if (rand_r(&w->seed) % 8 == 0)
+		send_set(w, c, round * OPS + OPS);
 	rhkv_pool_put(pool, c);
 }
 

@@ -148,6 +148,35 @@ Test(pool, put_wakes_waiter)
 	woken_by_put(30000);
 }
 
+static void count_done(rhkv *c, const struct rhkv_result *r, void *arg)
+{
+	(void)c;
+	(void)r;
+	(*(int *)arg)++;
+}
+
+/* Commands sent without waiting complete in the putting thread. */
+Test(pool, put_completes_pending)
+{
+	struct rhkv_cmd cmd = {
+		.op = RHKV_OP_SET, .key = "k", .klen = 1, .val = "v", .vlen = 1
+	};
+	rhkv_pool *p;
+	rhkv *c;
+	int done = 0;
+
+	start();
+	cr_assert_eq(rhkv_pool_new(&p, "127.0.0.1", port, NULL, 1), 0);
+	cr_assert_eq(rhkv_pool_get(p, 0, &c), 0);
+	for (int i = 0; i < 10; i++)
+		OK(rhkv_send(c, &cmd, count_done, &done));
+	cr_assert_gt(rhkv_pending(c), 0);
+	rhkv_pool_put(p, c);
+	cr_assert_eq(done, 10);
+	cr_assert_eq(rhkv_pending(c), 0);
+	rhkv_pool_free(p);
+}
+
 /* A handle put back after its connection broke works at its next call;
  * a handle that cannot connect is not made, and its slot is free again. */
 Test(pool, after_errors)
