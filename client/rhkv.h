@@ -635,8 +635,9 @@ int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o);
 int rhkv_cluster_add(rhkv_cluster *cl, const char *host, int port,
 		     unsigned int weight);
 /* How long a failed server is skipped, in milliseconds (default 2000; 0:
- * retried on the next call), counted from its last failure; applies at
- * once, to servers already skipped too. 0 or RHKV_EINVAL. */
+ * retried on the next call), counted from its last failure (while
+ * RHKV_REJOIN_QUIET waits, from its last ping); applies at once, to
+ * servers already skipped too. 0 or RHKV_EINVAL. */
 int rhkv_cluster_set_retry(rhkv_cluster *cl, int retry_ms);
 /* The ring's layout: an enum rhkv_ketama. 0 or RHKV_EINVAL. */
 int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode);

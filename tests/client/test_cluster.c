@@ -3,7 +3,12 @@
  * against libmemcached's (the Debian libmemcached, linked only here: the
  * server of 10,000 keys, equal and unequal weights, port 11211 or not,
  * weighted and plain ketama); and a live cluster of three rhkvd nodes that
- * loses one (only its keys move) and gets it back.
+ * loses one (only its keys move) and gets it back; every single-key call
+ * on its key's server; the iterator over servers (stats, flush_all); and
+ * the rejoin modes against a node frozen with SIGSTOP and thawed: AT_ONCE
+ * reads the value from before the outage (the documented risk), FLUSH
+ * never does, QUIET keeps the key on its fallback until the node has been
+ * quiet long enough.
  */
 #include <criterion/criterion.h>
 #include <libmemcached/memcached.h>
