@@ -4,7 +4,9 @@
  * "host-N" on port 11211), so that both pick the same server for a key.
  * A server that fails is skipped (its points lead to the next point
  * clockwise) until its retry time; the ring itself never changes, so only
- * the failed server's keys move.
+ * the failed server's keys move. How a server rejoins after its retry time
+ * (at once, after a quiet period of successful pings, or flushed first) is
+ * the rejoin mode: see the comment before rhkv_cluster_new in rhkv.h.
  */
 #include "internal.h"
 #include "md5.h"
@@ -23,13 +25,21 @@
 #define DEFAULT_PORT	 11211
 #define DEFAULT_RETRY_MS 2000
 
+/*
+ * A server. It serves keys while dead_at is 0. After a failure it is
+ * skipped until retry_ms after its last failure or probe, then rejoins as
+ * the cluster's rejoin mode says (node_ready): with RHKV_REJOIN_QUIET each
+ * successful ping is a probe, and ok_since the first of an unbroken run.
+ */
 struct node {
 	char *host;
 	int port;
 	unsigned int weight;
 	rhkv *c;	     /* NULL until first picked */
 	long long dead_at;   /* monotonic ms of its failure; 0: alive */
-	unsigned long tried; /* the pick that last failed to connect it */
+	long long probed_at; /* monotonic ms of its last successful probe */
+	long long ok_since;  /* first probe without a failure since; 0: none */
+	unsigned long tried; /* the pick that last skipped it */
 };
 
 struct point {
@@ -46,6 +56,8 @@ struct rhkv_cluster {
 	int stale; /* the ring must be rebuilt (servers added) */
 	int mode;  /* enum rhkv_ketama */
 	int retry_ms;
+	int rejoin;   /* enum rhkv_rejoin */
+	int quiet_ms; /* RHKV_REJOIN_QUIET: the failure-free time to rejoin */
 	unsigned long picks; /* rhkv_cluster_pick calls, from 1 */
 	char err[320];
 };
@@ -154,9 +166,31 @@ static int rebuild(rhkv_cluster *cl)
 	return 0;
 }
 
+/*
+ * Whether nd may take keys at now: alive, or its retry time has come (it
+ * then rejoins in node_ready). Without I/O (will_probe 0) a quiet server
+ * counts only once its quiet period is over, as its next probe would let
+ * it in.
+ */
+static int available(const rhkv_cluster *cl, const struct node *nd,
+		     long long now, int will_probe)
+{
+	long long last =
+		nd->dead_at > nd->probed_at ? nd->dead_at : nd->probed_at;
+
+	if (!nd->dead_at)
+		return 1;
+	if (now - last < cl->retry_ms)
+		return 0;
+	if (cl->rejoin == RHKV_REJOIN_QUIET && !will_probe)
+		return nd->ok_since && now - nd->ok_since >= cl->quiet_ms;
+	return 1;
+}
+
 /* The first point at or after the key's hash (wrapping), then clockwise
- * to the first live server, not one that pick number `pick` (0: none)
- * failed to connect; -1 when none is live (or none was added). */
+ * to the first available server, not one that pick number `pick` (0: none,
+ * and no I/O will follow) skipped already; -1 when none is (or none was
+ * added). */
 static long owner(rhkv_cluster *cl, const void *key, size_t klen, long long now,
 		  unsigned long pick)
 {
@@ -184,7 +218,7 @@ static long owner(rhkv_cluster *cl, const void *key, size_t klen, long long now,
 
 		if (pick && nd->tried == pick)
 			continue;
-		if (!nd->dead_at || now - nd->dead_at >= cl->retry_ms)
+		if (available(cl, nd, now, pick != 0))
 			return i;
 	}
 	return -1;
@@ -195,6 +229,8 @@ static void mark_dead(rhkv_cluster *cl, struct node *nd, int err)
 	nd->dead_at = now_ms();
 	if (!nd->dead_at)
 		nd->dead_at = 1;
+	nd->probed_at = 0;
+	nd->ok_since = 0;
 	set_err(cl, "%s:%d: %s (%s); skipped for %d ms", nd->host, nd->port,
 		rhkv_strerror(err), nd->c ? rhkv_errstr(nd->c) : "",
 		cl->retry_ms);
@@ -227,6 +263,7 @@ int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o)
 	}
 	cl->retry_ms = DEFAULT_RETRY_MS;
 	cl->mode = RHKV_KETAMA_WEIGHTED;
+	cl->rejoin = RHKV_REJOIN_AT_ONCE;
 	*out = cl;
 	return 0;
 }
@@ -278,6 +315,94 @@ int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode)
 	return 0;
 }
 
+void rhkv_cluster_config_init(struct rhkv_cluster_config *cfg)
+{
+	cfg->ketama = RHKV_KETAMA_WEIGHTED;
+	cfg->retry_ms = DEFAULT_RETRY_MS;
+	cfg->rejoin = RHKV_REJOIN_AT_ONCE;
+	cfg->quiet_ms = 0;
+}
+
+int rhkv_cluster_set_rejoin(rhkv_cluster *cl, enum rhkv_rejoin mode,
+			    int quiet_ms)
+{
+	if (!cl || quiet_ms < 0 ||
+	    (mode != RHKV_REJOIN_AT_ONCE && mode != RHKV_REJOIN_QUIET &&
+	     mode != RHKV_REJOIN_FLUSH))
+		return RHKV_EINVAL;
+	cl->rejoin = mode;
+	cl->quiet_ms = quiet_ms;
+	return 0;
+}
+
+/* nd's handle, made on first use and connected. 0, a connection error
+ * (nothing was sent), or RHKV_ENOMEM/RHKV_EINVAL with no handle made. */
+static int node_connect(rhkv_cluster *cl, struct node *nd)
+{
+	int rc;
+
+	if (nd->c)
+		return rhkv__ensure(nd->c);
+	rc = rhkv_connect(&nd->c, nd->host, nd->port, &cl->opt);
+	if (!nd->c)
+		set_err(cl, "%s:%d: %s", nd->host, nd->port, rhkv_strerror(rc));
+	return rc;
+}
+
+/*
+ * The rejoin step of a server whose retry time has come: 0 to let it take
+ * keys, 1 while RHKV_REJOIN_QUIET still waits (the ping worked), or the
+ * ping's or flush's error. No key was sent to it before this, so a
+ * failure here loses nothing: the caller goes on to the next server.
+ */
+static int rejoin_step(rhkv_cluster *cl, struct node *nd, long long now)
+{
+	int rc;
+
+	switch (cl->rejoin) {
+	case RHKV_REJOIN_QUIET:
+		rc = rhkv_ping(nd->c);
+		if (rc)
+			return rc;
+		nd->probed_at = now;
+		if (!nd->ok_since)
+			nd->ok_since = now;
+		return now - nd->ok_since >= cl->quiet_ms ? 0 : 1;
+	case RHKV_REJOIN_FLUSH:
+		/* what it held before failing may be stale: none of it may
+		 * be read */
+		return rhkv_flush_all(nd->c, 0);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Makes nd ready for a call: connected and, if it failed before and rejoin
+ * is set, rejoined. 0; 1 when it is not to take keys yet (quiet); a
+ * negative error, after which a server that failed to connect or rejoin is
+ * marked dead. A handle that could not be made at all (RHKV_ENOMEM,
+ * RHKV_EINVAL) marks nothing.
+ */
+static int node_ready(rhkv_cluster *cl, struct node *nd, int rejoin)
+{
+	int rc = node_connect(cl, nd);
+
+	if (!nd->c)
+		return rc;
+	if (!rc && nd->dead_at && rejoin) {
+		rc = rejoin_step(cl, nd, now_ms());
+		if (!rc)
+			nd->dead_at = nd->probed_at = nd->ok_since = 0;
+	}
+	if (rc < 0 && (is_conn_err(rc) || nd->dead_at)) {
+		mark_dead(cl, nd, rc);
+		return rc;
+	}
+	/* other errors (say RHKV_EAUTH) are the calls' to report */
+	return rc > 0 ? rc : 0;
+}
+
 rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen)
 {
 	if (!cl || (!key && klen))
@@ -297,23 +422,13 @@ rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen)
 			return NULL;
 		}
 		nd = &cl->nodes[i];
-		if (!nd->c) {
-			rc = rhkv_connect(&nd->c, nd->host, nd->port, &cl->opt);
-			if (!nd->c) {
-				set_err(cl, "%s:%d: %s", nd->host, nd->port,
-					rhkv_strerror(rc));
-				return NULL;
-			}
-		} else {
-			rc = rhkv__ensure(nd->c);
-		}
+		rc = node_ready(cl, nd, 1);
+		if (!nd->c)
+			return NULL;
+		if (!rc)
+			return nd->c;
 		/* nothing was sent yet: the key may go to the next server */
-		if (is_conn_err(rc)) {
-			mark_dead(cl, nd, rc);
-			nd->tried = cl->picks; /* even with a retry of 0 */
-			continue;
-		}
-		return nd->c;
+		nd->tried = cl->picks; /* even with a retry of 0 */
 	}
 }
 
@@ -360,36 +475,189 @@ static int after(rhkv_cluster *cl, rhkv *c, int rc)
 	return rc;
 }
 
+/* What a single-key call returns when no server could be picked. */
+static int no_server(const rhkv_cluster *cl, const void *key, size_t klen)
+{
+	return !cl || (!key && klen) ? RHKV_EINVAL : RHKV_ECONN;
+}
+
+/*
+ * The body of a single-key call: call (an expression using c) runs on the
+ * key's server, picked as by rhkv_cluster_pick, and after() marks the
+ * server failed on a connection error. Returns from the function.
+ */
+#define ON_KEY(call)                                                        \
+	do {                                                                \
+		rhkv *c = rhkv_cluster_pick(cl, key, klen);                 \
+                                                                            \
+		return c ? after(cl, c, (call)) : no_server(cl, key, klen); \
+	} while (0)
+
 int rhkv_cluster_get(rhkv_cluster *cl, const void *key, size_t klen,
 		     struct rhkv_value *out)
 {
-	rhkv *c = rhkv_cluster_pick(cl, key, klen);
+	ON_KEY(rhkv_get(c, key, klen, out));
+}
 
-	if (!c)
-		return cl ? RHKV_ECONN : RHKV_EINVAL;
-	return after(cl, c, rhkv_get(c, key, klen, out));
+int rhkv_cluster_get_into(rhkv_cluster *cl, const void *key, size_t klen,
+			  void *buf, size_t cap, size_t *len, uint32_t *flags,
+			  uint64_t *cas)
+{
+	ON_KEY(rhkv_get_into(c, key, klen, buf, cap, len, flags, cas));
+}
+
+int rhkv_cluster_gat(rhkv_cluster *cl, const void *key, size_t klen,
+		     int64_t exptime, struct rhkv_value *out)
+{
+	ON_KEY(rhkv_gat(c, key, klen, exptime, out));
 }
 
 int rhkv_cluster_set(rhkv_cluster *cl, const void *key, size_t klen,
 		     const void *val, size_t vlen, uint32_t flags,
 		     int64_t exptime, uint64_t *cas_out)
 {
-	rhkv *c = rhkv_cluster_pick(cl, key, klen);
+	ON_KEY(rhkv_set(c, key, klen, val, vlen, flags, exptime, cas_out));
+}
 
-	if (!c)
-		return cl ? RHKV_ECONN : RHKV_EINVAL;
-	return after(
-		cl, c,
-		rhkv_set(c, key, klen, val, vlen, flags, exptime, cas_out));
+int rhkv_cluster_add_key(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint32_t flags,
+			 int64_t exptime, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_add(c, key, klen, val, vlen, flags, exptime, cas_out));
+}
+
+int rhkv_cluster_replace(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint32_t flags,
+			 int64_t exptime, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_replace(c, key, klen, val, vlen, flags, exptime, cas_out));
+}
+
+int rhkv_cluster_append(rhkv_cluster *cl, const void *key, size_t klen,
+			const void *val, size_t vlen, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_append(c, key, klen, val, vlen, cas_out));
+}
+
+int rhkv_cluster_prepend(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_prepend(c, key, klen, val, vlen, cas_out));
+}
+
+int rhkv_cluster_cas(rhkv_cluster *cl, const void *key, size_t klen,
+		     const void *val, size_t vlen, uint32_t flags,
+		     int64_t exptime, uint64_t cas, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_cas(c, key, klen, val, vlen, flags, exptime, cas, cas_out));
 }
 
 int rhkv_cluster_delete(rhkv_cluster *cl, const void *key, size_t klen)
 {
-	rhkv *c = rhkv_cluster_pick(cl, key, klen);
+	ON_KEY(rhkv_delete(c, key, klen));
+}
 
+int rhkv_cluster_incr(rhkv_cluster *cl, const void *key, size_t klen,
+		      uint64_t delta, uint64_t *value)
+{
+	ON_KEY(rhkv_incr(c, key, klen, delta, value));
+}
+
+int rhkv_cluster_decr(rhkv_cluster *cl, const void *key, size_t klen,
+		      uint64_t delta, uint64_t *value)
+{
+	ON_KEY(rhkv_decr(c, key, klen, delta, value));
+}
+
+int rhkv_cluster_touch(rhkv_cluster *cl, const void *key, size_t klen,
+		       int64_t exptime)
+{
+	ON_KEY(rhkv_touch(c, key, klen, exptime));
+}
+
+int rhkv_cluster_meta_get(rhkv_cluster *cl, const void *key, size_t klen,
+			  const struct rhkv_mget_opts *o, struct rhkv_meta *out)
+{
+	ON_KEY(rhkv_meta_get(c, key, klen, o, out));
+}
+
+int rhkv_cluster_meta_set(rhkv_cluster *cl, const void *key, size_t klen,
+			  const void *val, size_t vlen,
+			  const struct rhkv_mset_opts *o, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_meta_set(c, key, klen, val, vlen, o, cas_out));
+}
+
+int rhkv_cluster_meta_delete(rhkv_cluster *cl, const void *key, size_t klen,
+			     const struct rhkv_mdelete_opts *o)
+{
+	ON_KEY(rhkv_meta_delete(c, key, klen, o));
+}
+
+int rhkv_cluster_meta_arith(rhkv_cluster *cl, const void *key, size_t klen,
+			    uint64_t delta, const struct rhkv_marith_opts *o,
+			    uint64_t *value, uint64_t *cas_out)
+{
+	ON_KEY(rhkv_meta_arith(c, key, klen, delta, o, value, cas_out));
+}
+
+/* ---- every server ---- */
+
+size_t rhkv_cluster_count(const rhkv_cluster *cl)
+{
+	return cl ? cl->n : 0;
+}
+
+int rhkv_cluster_server(rhkv_cluster *cl, size_t i, const char **host,
+			int *port, rhkv **c)
+{
+	struct node *nd;
+	int rc, rejoin;
+
+	if (c)
+		*c = NULL;
+	if (!cl || i >= cl->n)
+		return RHKV_EINVAL;
+	nd = &cl->nodes[i];
+	if (host)
+		*host = nd->host;
+	if (port)
+		*port = nd->port;
 	if (!c)
-		return cl ? RHKV_ECONN : RHKV_EINVAL;
-	return after(cl, c, rhkv_delete(c, key, klen));
+		return 0;
+	/* a quiet server that answered its last ping takes commands to
+	 * every server, only not keys yet */
+	rejoin = available(cl, nd, now_ms(), 1);
+	if (!rejoin && !nd->ok_since) {
+		set_err(cl, "%s:%d: skipped until its retry time", nd->host,
+			nd->port);
+		return RHKV_ECONN;
+	}
+	rc = node_ready(cl, nd, rejoin);
+	if (rc < 0)
+		return rc;
+	*c = nd->c;
+	return 0;
+}
+
+int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status)
+{
+	int first = 0;
+
+	if (!cl)
+		return RHKV_EINVAL;
+	for (size_t i = 0; i < rhkv_cluster_count(cl); i++) {
+		rhkv *c;
+		int rc = rhkv_cluster_server(cl, i, NULL, NULL, &c);
+
+		if (!rc)
+			rc = after(cl, c, rhkv_flush_all(c, delay));
+		if (status)
+			status[i] = rc;
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
 }
 
 const char *rhkv_cluster_errstr(const rhkv_cluster *cl)

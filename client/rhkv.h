@@ -4,7 +4,8 @@
  * include; link with `pkg-config --cflags --libs rhkv`.
  *
  * Threads: a handle is used by one thread at a time; different handles may
- * be used in parallel. Nothing is static or global.
+ * be used in parallel. Nothing is static or global. A pool (rhkv_pool) is
+ * the one object that threads share: it lends each a handle or cluster.
  *
  * Errors: every call returns 0 or a negative RHKV_E* code; rhkv_strerror()
  * names a code, rhkv_errstr() tells the last failure of a handle in words.
@@ -569,7 +570,9 @@ void rhkv_scan_end(rhkv_scan_iter *it);
  *     digest (bytes 0..3); weights are ignored.
  *
  * A key's hash is the first 4 bytes of MD5(key), little-endian; its server
- * owns the first point at or above it, wrapping to the lowest point.
+ * owns the first point at or above it, wrapping to the lowest point. The
+ * key hashed is the caller's: a key_prefix of the options is not part of
+ * it.
  *
  * A proxy's ring (twemproxy/nutcracker's ketama) is not this one: it
  * hashes other names (its configured server names) and need not place
@@ -579,18 +582,51 @@ void rhkv_scan_end(rhkv_scan_iter *it);
  *
  * Failures: a server that cannot be connected, or on which a call of the
  * cluster fails with RHKV_ECONN, RHKV_ETIMEDOUT or RHKV_ETLS, is marked
- * dead for the
- * retry interval (default 2000 ms). While dead its points are skipped (the
- * key goes to the next point clockwise that belongs to a live server), so
- * only its keys move, and only while it is dead; the ring is never rebuilt
- * (libmemcached's auto-eject rebuilds it, which with unequal weights moves
- * other keys too). After the interval the server is tried again. A call
- * that failed is not repeated on another server (it may have taken
- * effect); a connection that could not be made sent nothing, so pick goes
- * on to the next server then.
+ * dead for the retry interval (default 2000 ms). While dead its points are
+ * skipped (the key goes to the next point clockwise that belongs to a live
+ * server, its fallback), so only its keys move, and only while it is dead;
+ * the ring is never rebuilt (libmemcached's auto-eject rebuilds it, which
+ * with unequal weights moves other keys too). A call that failed is not
+ * repeated on another server (it may have taken effect); a connection that
+ * could not be made sent nothing, so pick goes on to the next server then.
+ *
+ * Stale reads after a server comes back. When its retry time has come, a
+ * failed server rejoins as rhkv_cluster_set_rejoin() says, and its keys
+ * move back to it. It still holds what it held when it failed, unless it
+ * restarted empty; the fallback meanwhile took the writes of its keys. So
+ * a key written during the outage is read, after the rejoin, as it was
+ * before the outage: a stale value, not a miss. Deletes done during the
+ * outage come back to life the same way. The modes:
+ *
+ *   RHKV_REJOIN_AT_ONCE (the default; libmemcached's behaviour) takes the
+ *     server back at the first call after its retry time. Stale reads as
+ *     above; a server that flaps moves its keys back and forth each time.
+ *   RHKV_REJOIN_QUIET takes it back only after it answered pings (one per
+ *     retry interval, sent when a call would have gone to it) with no
+ *     failure for quiet_ms; until then its keys stay on the fallback.
+ *     This stops a flapping server from bouncing keys, but once it
+ *     rejoins its old values are served just as with AT_ONCE: stale.
+ *   RHKV_REJOIN_FLUSH sends the server flush_all before any key goes to
+ *     it (a failed flush keeps it out), so nothing it held before failing
+ *     can be read. The price: it comes back empty, every key a miss.
+ *
+ * No mode cleans the fallback: it keeps the copies written to it during
+ * the outage, and if the server fails again its keys go back there, to
+ * values that may be older than ones written to the server since. Short
+ * exptimes bound both risks; a client that cannot read a stale value must
+ * not cache it in a cluster (or must check it, as with a cas or version
+ * field of its own).
+ *
+ * Each rhkv_cluster learns of failures by itself, and the modes act on
+ * what it saw: a pool of clusters (rhkv_pool_new_cluster) has one failure
+ * state per cluster, and other processes have theirs. A cluster that made
+ * no call during the outage never moved the keys and reads the server as
+ * it is (for it nothing failed); with RHKV_REJOIN_FLUSH each cluster that
+ * saw the failure flushes the server when it rejoins, emptying what others
+ * wrote there since their own rejoin (misses, not stale values).
  *
  * Threads: like a handle, a cluster (and the handles it gives out) is used
- * by one thread at a time.
+ * by one thread at a time; rhkv_pool shares clusters between threads.
  */
 typedef struct rhkv_cluster rhkv_cluster;
 
@@ -611,11 +647,25 @@ int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o);
 int rhkv_cluster_add(rhkv_cluster *cl, const char *host, int port,
 		     unsigned int weight);
 /* How long a failed server is skipped, in milliseconds (default 2000; 0:
- * retried on the next call), counted from its last failure; applies at
- * once, to servers already skipped too. 0 or RHKV_EINVAL. */
+ * retried on the next call), counted from its last failure (while
+ * RHKV_REJOIN_QUIET waits, from its last ping); applies at once, to
+ * servers already skipped too. 0 or RHKV_EINVAL. */
 int rhkv_cluster_set_retry(rhkv_cluster *cl, int retry_ms);
 /* The ring's layout: an enum rhkv_ketama. 0 or RHKV_EINVAL. */
 int rhkv_cluster_set_ketama(rhkv_cluster *cl, int mode);
+
+/* How a failed server takes keys again (see "Stale reads" above). */
+enum rhkv_rejoin {
+	RHKV_REJOIN_AT_ONCE = 0, /* at its retry time (default) */
+	RHKV_REJOIN_QUIET = 1,	 /* after quiet_ms of answered pings */
+	RHKV_REJOIN_FLUSH = 2,	 /* at its retry time, flushed first */
+};
+
+/* Sets the rejoin mode; quiet_ms counts for RHKV_REJOIN_QUIET only (0:
+ * the first answered ping lets it in). Applies to servers already dead
+ * too. 0 or RHKV_EINVAL. */
+int rhkv_cluster_set_rejoin(rhkv_cluster *cl, enum rhkv_rejoin mode,
+			    int quiet_ms);
 /*
  * The handle of the live server that owns key, connected (lazily, once);
  * valid until rhkv_cluster_free(). NULL when no server is alive or none
@@ -632,18 +682,198 @@ void rhkv_cluster_failed(rhkv_cluster *cl, rhkv *c, int err);
  * RHKV_EINVAL (no servers). */
 int rhkv_cluster_server_of(rhkv_cluster *cl, const void *key, size_t klen,
 			   char *host, size_t cap, int *port);
-/* rhkv_get, rhkv_set and rhkv_delete on the key's server (picked as by
- * rhkv_cluster_pick; RHKV_ECONN when none is alive). */
+/*
+ * Single-key calls on the key's server: each is its rhkv_ namesake on the
+ * handle rhkv_cluster_pick() gives, with rhkv_cluster_failed() after it;
+ * RHKV_ECONN when no server is alive. rhkv_cluster_add_key is rhkv_add
+ * (rhkv_cluster_add adds a server).
+ */
 int rhkv_cluster_get(rhkv_cluster *cl, const void *key, size_t klen,
 		     struct rhkv_value *out);
+int rhkv_cluster_get_into(rhkv_cluster *cl, const void *key, size_t klen,
+			  void *buf, size_t cap, size_t *len, uint32_t *flags,
+			  uint64_t *cas);
+int rhkv_cluster_gat(rhkv_cluster *cl, const void *key, size_t klen,
+		     int64_t exptime, struct rhkv_value *out);
 int rhkv_cluster_set(rhkv_cluster *cl, const void *key, size_t klen,
 		     const void *val, size_t vlen, uint32_t flags,
 		     int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_add_key(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint32_t flags,
+			 int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_replace(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint32_t flags,
+			 int64_t exptime, uint64_t *cas_out);
+int rhkv_cluster_append(rhkv_cluster *cl, const void *key, size_t klen,
+			const void *val, size_t vlen, uint64_t *cas_out);
+int rhkv_cluster_prepend(rhkv_cluster *cl, const void *key, size_t klen,
+			 const void *val, size_t vlen, uint64_t *cas_out);
+int rhkv_cluster_cas(rhkv_cluster *cl, const void *key, size_t klen,
+		     const void *val, size_t vlen, uint32_t flags,
+		     int64_t exptime, uint64_t cas, uint64_t *cas_out);
 int rhkv_cluster_delete(rhkv_cluster *cl, const void *key, size_t klen);
+int rhkv_cluster_incr(rhkv_cluster *cl, const void *key, size_t klen,
+		      uint64_t delta, uint64_t *value);
+int rhkv_cluster_decr(rhkv_cluster *cl, const void *key, size_t klen,
+		      uint64_t delta, uint64_t *value);
+int rhkv_cluster_touch(rhkv_cluster *cl, const void *key, size_t klen,
+		       int64_t exptime);
+int rhkv_cluster_meta_get(rhkv_cluster *cl, const void *key, size_t klen,
+			  const struct rhkv_mget_opts *o,
+			  struct rhkv_meta *out);
+int rhkv_cluster_meta_set(rhkv_cluster *cl, const void *key, size_t klen,
+			  const void *val, size_t vlen,
+			  const struct rhkv_mset_opts *o, uint64_t *cas_out);
+int rhkv_cluster_meta_delete(rhkv_cluster *cl, const void *key, size_t klen,
+			     const struct rhkv_mdelete_opts *o);
+int rhkv_cluster_meta_arith(rhkv_cluster *cl, const void *key, size_t klen,
+			    uint64_t delta, const struct rhkv_marith_opts *o,
+			    uint64_t *value, uint64_t *cas_out);
+
+/*
+ * Every server, for commands that go to all of them (stats, version, scan
+ * of the tier, flush): server i is 0 .. rhkv_cluster_count() - 1, in the
+ * order added. rhkv_cluster_server() sets *host (valid until
+ * rhkv_cluster_free()) and *port (either may be NULL) and, when c is not
+ * NULL, *c to the server's handle, connected (lazily) and valid until
+ * rhkv_cluster_free(). A server skipped as dead gives RHKV_ECONN without
+ * a try; one whose retry time has come rejoins here as for a key (its
+ * flush, its ping); a connect that fails is returned and marks the server
+ * dead as pick does. *c is NULL on any error. 0, RHKV_EINVAL (i out of
+ * range) or the connection's error. After a call on *c fails, pass the
+ * error to rhkv_cluster_failed() as after pick.
+ *
+ *	for (size_t i = 0; i < rhkv_cluster_count(cl); i++) {
+ *		const char *host;
+ *		int port, rc;
+ *		rhkv *c;
+ *		struct rhkv_stat *st;
+ *		size_t n;
+ *
+ *		rc = rhkv_cluster_server(cl, i, &host, &port, &c);
+ *		if (!rc)
+ *			rc = rhkv_stats(c, NULL, &st, &n);
+ *		if (rc) {
+ *			rhkv_cluster_failed(cl, c, rc); (c NULL is fine)
+ *			continue;     (report host:port as unreachable)
+ *		}
+ *		... use st[0..n) ...
+ *		rhkv_stats_free(st, n);
+ *	}
+ *
+ * A scan of the tier is the same loop with rhkv_scan_begin(c, ...) /
+ * rhkv_scan_next / rhkv_scan_end on each server in turn: each key lives on
+ * one server, so the union is the tier's keys (with a key copied to a
+ * fallback during an outage possibly found twice).
+ */
+size_t rhkv_cluster_count(const rhkv_cluster *cl);
+int rhkv_cluster_server(rhkv_cluster *cl, size_t i, const char **host,
+			int *port, rhkv **c);
+/* rhkv_flush_all on every server: status[i] (status may be NULL; else
+ * rhkv_cluster_count() entries) is server i's result. 0 when all
+ * succeeded, else the first error. */
+int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status);
+
+/*
+ * Batches over the servers in parallel: every command goes to its key's
+ * server at once (rhkv_send), then one poll() loop moves all servers'
+ * bytes together, so a batch costs about the slowest server's round trip,
+ * not their sum. cb (may be NULL) gets each command's result with
+ * r->index its position in cmds (and a NULL handle when the command never
+ * reached a server: no server alive, RHKV_ECONN). A server lost during the
+ * batch is marked failed as after a single call. Returns 0 when the batch
+ * ran (failed commands included), or RHKV_EINVAL / RHKV_ENOMEM.
+ */
+int rhkv_cluster_exec(rhkv_cluster *cl, size_t n, const struct rhkv_cmd *cmds,
+		      rhkv_callback cb, void *arg);
+/* rhkv_mget and rhkv_mset over the cluster, each server's part in
+ * parallel (rhkv_cluster_exec): out[i] and status[i] as rhkv_mget's. */
+int rhkv_cluster_mget(rhkv_cluster *cl, size_t n, const char *const *keys,
+		      const size_t *klens, struct rhkv_value *out, int *status);
+int rhkv_cluster_mset(rhkv_cluster *cl, size_t n, const struct rhkv_item *items,
+		      int *status);
 /* The cluster's last failure in words ("" when none). */
 const char *rhkv_cluster_errstr(const rhkv_cluster *cl);
 /* Closes every server's handle and frees cl (NULL is fine). */
 void rhkv_cluster_free(rhkv_cluster *cl);
+
+/* ---- pools: handles and clusters shared by threads ---- */
+
+/*
+ * A pool of at most size handles to one server (rhkv_pool_new) or of
+ * clusters of the same servers and settings (rhkv_pool_new_cluster),
+ * made lazily: a checkout takes an idle one, else makes one while fewer
+ * than size exist, else waits for one to be put back.
+ *
+ * Threads: rhkv_pool_get, rhkv_pool_put, rhkv_pool_get_cluster and
+ * rhkv_pool_put_cluster may be called by any threads at once (a mutex and
+ * a condition variable inside). A handle or cluster checked out belongs to
+ * its thread alone until put back, and after rhkv_pool_put the thread
+ * must not touch it. rhkv_pool_new, rhkv_pool_new_cluster and
+ * rhkv_pool_free are not thread-safe: the pool is made before the threads
+ * share it and freed after they are done with it.
+ *
+ * Errors: a handle is put back whatever happened on it. One whose
+ * connection failed (RHKV_ECONN, RHKV_ETIMEDOUT) has dropped it and
+ * connects again at its next call; one that was given RHKV_EPROTO has
+ * dropped it too. Nothing to do but put it back.
+ *
+ * Non-blocking use: rhkv_pool_put completes the commands a handle still
+ * has pending (their callbacks run in the putting thread, as in a
+ * blocking call) and detaches its event hooks, so that the next thread
+ * inherits neither. The handles of a checked-out cluster are not
+ * checked: put a cluster back with nothing pending on them.
+ */
+typedef struct rhkv_pool rhkv_pool;
+
+/* A server of a cluster pool (as rhkv_cluster_add's arguments). */
+struct rhkv_server {
+	const char *host;
+	int port;
+	unsigned int weight; /* 0 counts as 1 */
+};
+
+/* The settings of each cluster of a pool (rhkv_cluster_set_*). */
+struct rhkv_cluster_config {
+	int ketama;		 /* enum rhkv_ketama */
+	int retry_ms;		 /* rhkv_cluster_set_retry */
+	enum rhkv_rejoin rejoin; /* rhkv_cluster_set_rejoin */
+	int quiet_ms;
+};
+
+/* Fills cfg with a new cluster's defaults. */
+void rhkv_cluster_config_init(struct rhkv_cluster_config *cfg);
+
+/* A pool of up to size (> 0) handles to host:port, each made by
+ * rhkv_connect() with o (NULL: defaults; copied). 0, RHKV_EINVAL or
+ * RHKV_ENOMEM. */
+int rhkv_pool_new(rhkv_pool **out, const char *host, int port,
+		  const struct rhkv_options *o, size_t size);
+/* A pool of up to size (> 0) clusters of servers[0..n) (copied), each
+ * made with o (NULL: defaults) and cfg (NULL: defaults). */
+int rhkv_pool_new_cluster(rhkv_pool **out, const struct rhkv_server *servers,
+			  size_t n, const struct rhkv_options *o,
+			  const struct rhkv_cluster_config *cfg, size_t size);
+
+/*
+ * Checks out a handle (a pool of rhkv_pool_new) into *out. timeout_ms: how
+ * long to wait when all size are out; 0: not at all, -1: for ever. 0, or
+ * RHKV_ETIMEDOUT (none came back in time), RHKV_EINVAL (a cluster pool),
+ * or a new handle's rhkv_connect() error (nothing is checked out then).
+ */
+int rhkv_pool_get(rhkv_pool *pool, int timeout_ms, rhkv **out);
+/* Gives back a handle of this pool (NULL is ignored). */
+void rhkv_pool_put(rhkv_pool *pool, rhkv *c);
+/* As rhkv_pool_get, for a pool of rhkv_pool_new_cluster. A new cluster
+ * connects nothing, so the errors are RHKV_ETIMEDOUT, RHKV_EINVAL and
+ * RHKV_ENOMEM. */
+int rhkv_pool_get_cluster(rhkv_pool *pool, int timeout_ms, rhkv_cluster **out);
+void rhkv_pool_put_cluster(rhkv_pool *pool, rhkv_cluster *cl);
+
+/* Closes every handle or cluster and frees pool (NULL is fine). All must
+ * have been put back: it waits for none, and one still out is not closed
+ * (and must not be put back). */
+void rhkv_pool_free(rhkv_pool *pool);
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,17 @@
  * against libmemcached's (the Debian libmemcached, linked only here: the
  * server of 10,000 keys, equal and unequal weights, port 11211 or not,
  * weighted and plain ketama); and a live cluster of three rhkvd nodes that
- * loses one (only its keys move) and gets it back.
+ * loses one (only its keys move) and gets it back; every single-key call
+ * on its key's server; the iterator over servers (stats, flush_all); and
+ * the rejoin modes against a node frozen with SIGSTOP and thawed: AT_ONCE
+ * reads the value from before the outage (the documented risk), FLUSH
+ * never does, QUIET keeps the key on its fallback until the node has been
+ * quiet long enough.
  */
 #include <criterion/criterion.h>
 #include <libmemcached/memcached.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,26 +240,61 @@ static pid_t pids[NODES];
 static void live_fini(void)
 {
 	for (int i = 0; i < NODES; i++) {
-		if (pids[i] > 0)
+		if (pids[i] > 0) {
+			kill(pids[i], SIGCONT); /* a stopped one cannot exit */
 			cl_stop(pids[i]);
+		}
 		pids[i] = 0;
 	}
 }
 
+static void start_nodes(void)
+{
+	for (int i = 0; i < NODES; i++) {
+		ports[i] = cl_free_port();
+		pids[i] = cl_start_on(ports[i], NULL);
+		cr_assert_gt(pids[i], 0, "rhkvd on %d", ports[i]);
+	}
+}
+
+/* SIGSTOP: its calls time out. Returns once every thread has stopped
+ * (kill returns before; a worker may still answer meanwhile). */
+static void freeze(int i)
+{
+	int st;
+
+	cr_assert_eq(kill(pids[i], SIGSTOP), 0);
+	cr_assert_eq(waitpid(pids[i], &st, WUNTRACED), pids[i]);
+	cr_assert(WIFSTOPPED(st));
+}
+
+static void thaw(int i)
+{
+	int st;
+
+	cr_assert_eq(kill(pids[i], SIGCONT), 0);
+	cr_assert_eq(waitpid(pids[i], &st, WCONTINUED), pids[i]);
+}
+
+/* A cluster of the NODES servers with io_timeout_ms. */
+static rhkv_cluster *live_cluster(int io_timeout_ms)
+{
+	struct rhkv_options o;
+	rhkv_cluster *cl;
+
+	rhkv_options_init(&o);
+	o.connect_timeout_ms = 1000;
+	o.io_timeout_ms = io_timeout_ms;
+	cr_assert_eq(rhkv_cluster_new(&cl, &o), 0);
+	for (int i = 0; i < NODES; i++)
+		cr_assert_eq(rhkv_cluster_add(cl, "127.0.0.1", ports[i], 1), 0);
+	return cl;
+}
+
 static long curr_items(int port)
 {
-	struct hconn *c = hc_open(port);
-	char line[256];
-	long n = -1;
+	long n = cl_stat(port, "curr_items");
 
-	cr_assert(c, "connect to %d", port);
-	cr_assert_eq(hc_send(c, "stats\r\n", 7), 0);
-	while (hc_line(c, line, sizeof(line), H_TIMEOUT_MS) > 0) {
-		if (strncmp(line, "END", 3) == 0)
-			break;
-		sscanf(line, "STAT curr_items %ld", &n);
-	}
-	hc_close(&c);
 	cr_assert_geq(n, 0, "no curr_items from %d", port);
 	return n;
 }
@@ -272,25 +314,15 @@ static int node_of(rhkv_cluster *cl, const char *key)
 Test(cluster, live_failover)
 {
 	static int owner[LIVE_KEYS];
-	struct rhkv_options o;
 	rhkv_cluster *cl;
 	long items[NODES], total = 0;
 	int dead = 1, moved = 0, rc;
 	char key[64];
 
-	for (int i = 0; i < NODES; i++) {
-		ports[i] = cl_free_port();
-		pids[i] = cl_start_on(ports[i], NULL);
-		cr_assert_gt(pids[i], 0, "rhkvd on %d", ports[i]);
-	}
-	rhkv_options_init(&o);
-	o.connect_timeout_ms = 1000;
-	o.io_timeout_ms = 2000;
-	cr_assert_eq(rhkv_cluster_new(&cl, &o), 0);
+	start_nodes();
+	cl = live_cluster(2000);
 	/* long enough for the checks while a node is down */
 	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
-	for (int i = 0; i < NODES; i++)
-		cr_assert_eq(rhkv_cluster_add(cl, "127.0.0.1", ports[i], 1), 0);
 
 	for (int k = 0; k < LIVE_KEYS; k++) {
 		snprintf(key, sizeof(key), "live:%d", k);
@@ -431,5 +463,289 @@ Test(cluster, unreachable_server_skipped)
 			  rhkv_strerror(rc));
 	}
 	cr_assert_null(rhkv_cluster_pick(cl, "u:2", 3));
+	rhkv_cluster_free(cl);
+}
+
+static void cl_ok(rhkv_cluster *cl, int rc, const char *call)
+{
+	cr_assert_eq(rc, 0, "%s: %s (%s)", call, rhkv_strerror(rc),
+		     rhkv_cluster_errstr(cl));
+}
+
+/* A cluster call that must succeed, with the cluster's words if not. */
+#define CL_OK(call) cl_ok(cl, (call), #call)
+
+/* key's value through the cluster is want (NULL: a miss) */
+static void expect_value(rhkv_cluster *cl, const char *key, const char *want,
+			 const char *why)
+{
+	struct rhkv_value v;
+	int rc = rhkv_cluster_get(cl, key, strlen(key), &v);
+
+	if (!want) {
+		cr_expect_eq(rc, RHKV_ENOTFOUND, "%s: get %s: %s (%s)", why,
+			     key, rhkv_strerror(rc), rc ? "" : v.data);
+		if (!rc)
+			rhkv_value_free(&v);
+		return;
+	}
+	cr_assert_eq(rc, 0, "%s: get %s: %s (%s)", why, key, rhkv_strerror(rc),
+		     rhkv_cluster_errstr(cl));
+	cr_expect_str_eq(v.data, want, "%s: %s", why, key);
+	rhkv_value_free(&v);
+}
+
+/* Every single-key call of a cluster lands on the key's server. */
+Test(cluster, single_key_calls)
+{
+	rhkv *direct[NODES];
+	rhkv_cluster *cl;
+
+	start_nodes();
+	cl = live_cluster(2000);
+	for (int i = 0; i < NODES; i++)
+		direct[i] = cl_connect(ports[i], 2000);
+	for (int k = 0; k < 30; k++) {
+		struct rhkv_mget_opts mo = { .want_value = 1 };
+		struct rhkv_value v;
+		struct rhkv_meta m;
+		char key[32], buf[16];
+		uint64_t n, cas;
+		size_t len, kl;
+		int home;
+
+		snprintf(key, sizeof(key), "op:%d", k);
+		kl = strlen(key);
+		home = node_of(cl, key);
+		cr_assert_geq(home, 0);
+
+		CL_OK(rhkv_cluster_add_key(cl, key, kl, "b", 1, 0, 0, NULL));
+		cr_assert_eq(
+			rhkv_cluster_add_key(cl, key, kl, "x", 1, 0, 0, NULL),
+			RHKV_ENOTSTORED);
+		CL_OK(rhkv_cluster_replace(cl, key, kl, "c", 1, 7, 0, NULL));
+		CL_OK(rhkv_cluster_append(cl, key, kl, "d", 1, NULL));
+		CL_OK(rhkv_cluster_prepend(cl, key, kl, "b", 1, NULL));
+		CL_OK(rhkv_cluster_get_into(cl, key, kl, buf, sizeof(buf), &len,
+					    NULL, &cas));
+		cr_assert_eq(len, 3);
+		cr_assert_eq(memcmp(buf, "bcd", 3), 0);
+		CL_OK(rhkv_cluster_gat(cl, key, kl, 0, &v));
+		cr_assert_eq(v.flags, 7);
+		rhkv_value_free(&v);
+		CL_OK(rhkv_cluster_cas(cl, key, kl, "5", 1, 0, 0, cas, NULL));
+		cr_assert_eq(
+			rhkv_cluster_cas(cl, key, kl, "6", 1, 0, 0, cas, NULL),
+			RHKV_EEXISTS);
+		CL_OK(rhkv_cluster_touch(cl, key, kl, 1000));
+		CL_OK(rhkv_cluster_incr(cl, key, kl, 10, &n));
+		cr_assert_eq(n, 15);
+		CL_OK(rhkv_cluster_decr(cl, key, kl, 3, &n));
+		cr_assert_eq(n, 12);
+		CL_OK(rhkv_cluster_meta_arith(cl, key, kl, 8, NULL, &n, NULL));
+		cr_assert_eq(n, 20);
+		CL_OK(rhkv_cluster_meta_get(cl, key, kl, &mo, &m));
+		cr_assert_str_eq(m.value.data, "20");
+		rhkv_value_free(&m.value);
+		/* the value is on the key's server, and only there */
+		for (int i = 0; i < NODES; i++) {
+			int rc = rhkv_get(direct[i], key, kl, &v);
+
+			cr_assert_eq(rc, i == home ? 0 : RHKV_ENOTFOUND,
+				     "%s on node %d (home %d): %s", key, i,
+				     home, rhkv_strerror(rc));
+			if (!rc)
+				rhkv_value_free(&v);
+		}
+		CL_OK(rhkv_cluster_meta_set(cl, key, kl, "m", 1, NULL, NULL));
+		expect_value(cl, key, "m", "meta set");
+		CL_OK(rhkv_cluster_meta_delete(cl, key, kl, NULL));
+		expect_value(cl, key, NULL, "meta delete");
+	}
+	for (int i = 0; i < NODES; i++)
+		rhkv_close(direct[i]);
+	rhkv_cluster_free(cl);
+}
+
+/* The iterator reaches every server: statistics, flush_all, and a dead
+ * server reported as such in its own status. */
+Test(cluster, every_server)
+{
+	rhkv_cluster *cl;
+	int status[NODES];
+	long sum = 0;
+	rhkv *c;
+
+	start_nodes();
+	cl = live_cluster(1000);
+	cr_assert_eq(rhkv_cluster_count(cl), NODES);
+	cr_assert_eq(rhkv_cluster_count(NULL), 0);
+	for (int k = 0; k < 300; k++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "it:%d", k);
+		CL_OK(rhkv_cluster_set(cl, key, strlen(key), "v", 1, 0, 0,
+				       NULL));
+	}
+	/* the loop of rhkv.h's comment */
+	for (size_t i = 0; i < rhkv_cluster_count(cl); i++) {
+		struct rhkv_stat *st;
+		const char *host;
+		size_t n;
+		int port;
+
+		CL_OK(rhkv_cluster_server(cl, i, &host, &port, &c));
+		cr_assert_str_eq(host, "127.0.0.1");
+		cr_assert_eq(port, ports[i]);
+		CL_OK(rhkv_stats(c, NULL, &st, &n));
+		for (size_t j = 0; j < n; j++)
+			if (strcmp(st[j].name, "curr_items") == 0)
+				sum += atol(st[j].value);
+		rhkv_stats_free(st, n);
+	}
+	cr_assert_eq(sum, 300);
+	cr_assert_eq(rhkv_cluster_server(cl, NODES, NULL, NULL, &c),
+		     RHKV_EINVAL);
+	cr_assert_null(c);
+
+	CL_OK(rhkv_cluster_flush_all(cl, 0, status));
+	for (int i = 0; i < NODES; i++)
+		cr_assert_eq(status[i], 0);
+	/* flushed items leave lazily: curr_items may still count them */
+	for (int k = 0; k < 300; k++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "it:%d", k);
+		expect_value(cl, key, NULL, "flushed");
+	}
+
+	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
+	cl_stop(pids[2]);
+	pids[2] = 0;
+	cr_assert_neq(rhkv_cluster_flush_all(cl, 0, status), 0);
+	cr_assert_eq(status[0], 0);
+	cr_assert_eq(status[1], 0);
+	cr_assert(status[2] == RHKV_ECONN || status[2] == RHKV_ETIMEDOUT, "%s",
+		  rhkv_strerror(status[2]));
+	/* now known dead: skipped without a try */
+	cr_assert_eq(rhkv_cluster_flush_all(cl, 0, status), RHKV_ECONN);
+	cr_assert_eq(status[2], RHKV_ECONN);
+	rhkv_cluster_free(cl);
+}
+
+/* ---- a server that comes back: the rejoin modes ---- */
+
+#define STOPPED	    1
+#define RJ_IO_MS    300
+#define RJ_QUIET_MS 1000
+
+/*
+ * Three servers; key (a key of node STOPPED) is written "old", the node is
+ * frozen (SIGSTOP: its calls time out), the key moves to its fallback and
+ * is written "new" there, and the node is thawed with its "old" copy and
+ * retried after RETRY_MS. The cluster is left right after the retry time.
+ */
+static rhkv_cluster *outage(enum rhkv_rejoin mode, char *key, size_t cap)
+{
+	rhkv_cluster *cl;
+	struct rhkv_value v;
+	int rc;
+
+	start_nodes();
+	cl = live_cluster(RJ_IO_MS);
+	cr_assert_eq(rhkv_cluster_set_rejoin(cl, mode, RJ_QUIET_MS), 0);
+	/* no retry while frozen: a retry would time out a call */
+	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
+	for (int k = 0;; k++) {
+		snprintf(key, cap, "rj:%d", k);
+		if (node_of(cl, key) == STOPPED)
+			break;
+	}
+	CL_OK(rhkv_cluster_set(cl, key, strlen(key), "old", 3, 0, 0, NULL));
+
+	freeze(STOPPED);
+	rc = rhkv_cluster_get(cl, key, strlen(key), &v);
+	cr_assert_eq(rc, RHKV_ETIMEDOUT, "get on the frozen node: %s",
+		     rhkv_strerror(rc));
+	cr_assert_neq(node_of(cl, key), STOPPED, "the key did not move");
+	CL_OK(rhkv_cluster_set(cl, key, strlen(key), "new", 3, 0, 0, NULL));
+	expect_value(cl, key, "new", "on the fallback");
+
+	thaw(STOPPED);
+	cr_assert_eq(rhkv_cluster_set_retry(cl, RETRY_MS), 0);
+	h_sleep_ms(RETRY_MS + 50);
+	return cl;
+}
+
+/* The default, as libmemcached: the key moves back at once and reads the
+ * value from before the outage. This test documents the risk. */
+Test(cluster, rejoin_at_once_reads_stale)
+{
+	char key[32];
+	rhkv_cluster *cl = outage(RHKV_REJOIN_AT_ONCE, key, sizeof(key));
+
+	expect_value(cl, key, "old", "AT_ONCE serves the pre-outage value");
+	cr_assert_eq(node_of(cl, key), STOPPED);
+	rhkv_cluster_free(cl);
+}
+
+/* Flushed before it takes keys: a miss, never the old value. */
+Test(cluster, rejoin_flush_never_stale)
+{
+	char key[32];
+	rhkv_cluster *cl = outage(RHKV_REJOIN_FLUSH, key, sizeof(key));
+
+	expect_value(cl, key, NULL, "FLUSH: the rejoined server is empty");
+	cr_assert_eq(node_of(cl, key), STOPPED);
+	CL_OK(rhkv_cluster_set(cl, key, strlen(key), "newer", 5, 0, 0, NULL));
+	expect_value(cl, key, "newer", "after the rejoin");
+	rhkv_cluster_free(cl);
+}
+
+/*
+ * Quiet: the key stays on its fallback while the server answers pings for
+ * less than RJ_QUIET_MS; a failure in between (frozen again) starts the
+ * quiet period over; after it the server rejoins, and serves its old
+ * value: QUIET stops the bouncing, not the stale read.
+ */
+Test(cluster, rejoin_quiet_waits)
+{
+	char key[32];
+	rhkv_cluster *cl = outage(RHKV_REJOIN_QUIET, key, sizeof(key));
+
+	expect_value(cl, key, "new", "first ping: the quiet period starts");
+	cr_assert_neq(node_of(cl, key), STOPPED);
+	h_sleep_ms(300);
+	expect_value(cl, key, "new", "within the quiet period");
+
+	/* it flaps: the probe times out, the key stays on the fallback */
+	freeze(STOPPED);
+	h_sleep_ms(RETRY_MS + 50);
+	expect_value(cl, key, "new", "frozen during the quiet period");
+	thaw(STOPPED);
+	h_sleep_ms(RETRY_MS + 50);
+	expect_value(cl, key, "new", "back: the quiet period starts over");
+	/* past the first period's end, within the second's */
+	h_sleep_ms(RJ_QUIET_MS * 6 / 10);
+	expect_value(cl, key, "new", "the quiet period started over");
+	cr_assert_neq(node_of(cl, key), STOPPED);
+
+	h_sleep_ms(RJ_QUIET_MS * 8 / 10);
+	expect_value(cl, key, "old", "QUIET, once rejoined, serves stale");
+	cr_assert_eq(node_of(cl, key), STOPPED);
+	rhkv_cluster_free(cl);
+}
+
+Test(cluster, rejoin_bad_arguments)
+{
+	rhkv_cluster *cl;
+
+	cr_assert_eq(rhkv_cluster_new(&cl, NULL), 0);
+	cr_assert_eq(rhkv_cluster_set_rejoin(cl, (enum rhkv_rejoin)3, 0),
+		     RHKV_EINVAL);
+	cr_assert_eq(rhkv_cluster_set_rejoin(cl, RHKV_REJOIN_QUIET, -1),
+		     RHKV_EINVAL);
+	cr_assert_eq(rhkv_cluster_set_rejoin(NULL, RHKV_REJOIN_QUIET, 0),
+		     RHKV_EINVAL);
 	rhkv_cluster_free(cl);
 }

@@ -107,3 +107,20 @@ rhkv *cl_connect(int port, int io_timeout_ms)
 		     rhkv_errstr(c));
 	return c;
 }
+
+long cl_stat(int port, const char *name)
+{
+	struct hconn *c = hc_open(port);
+	char line[256], fmt[96];
+	long n = -1;
+
+	if (!c)
+		return -1;
+	snprintf(fmt, sizeof(fmt), "STAT %s %%ld", name);
+	if (hc_send(c, "stats\r\n", 7) == 0)
+		while (hc_line(c, line, sizeof(line), H_TIMEOUT_MS) > 0 &&
+		       strncmp(line, "END", 3) != 0)
+			sscanf(line, fmt, &n);
+	hc_close(&c);
+	return n;
+}

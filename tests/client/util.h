@@ -20,6 +20,9 @@ pid_t cl_start_on(int port, const char *const *extra);
 void cl_stop(pid_t pid);
 /* A handle on 127.0.0.1:port with io_timeout_ms; asserts it connected. */
 rhkv *cl_connect(int port, int io_timeout_ms);
+/* The general statistic name of the rhkvd on port (text protocol), or -1
+ * when it cannot be read. */
+long cl_stat(int port, const char *name);
 
 /* Assertions on a call of librhkv that returns 0 or an RHKV_E* code,
  * with the handle's words on failure: the handle is the test's `c`. */
