@@ -749,3 +749,80 @@ Test(cluster, rejoin_bad_arguments)
 		     RHKV_EINVAL);
 	rhkv_cluster_free(cl);
 }
+
+/* A parallel mget over three servers, one killed and one paused: the live
+ * server's keys come back, the paused one's time out together (one
+ * deadline, not one per key), the killed one's fail or miss, never a
+ * wrong value; then both are skipped and their keys miss on the rest. */
+Test(cluster, mget_parallel_one_killed_one_paused)
+{
+	enum { N = 300 };
+	static char keys[N][24];
+	const char *kp[N];
+	size_t kl[N];
+	struct rhkv_item items[N];
+	struct rhkv_value out[N];
+	int st[N], owner[N];
+	rhkv_cluster *cl;
+	long long t0, took;
+
+	start_nodes();
+	cl = live_cluster(300);
+	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
+	for (int i = 0; i < N; i++) {
+		key_of(i, keys[i], sizeof(keys[i]));
+		kp[i] = keys[i];
+		kl[i] = strlen(keys[i]);
+		items[i] = (struct rhkv_item){ .key = kp[i],
+					       .klen = kl[i],
+					       .val = kp[i],
+					       .vlen = kl[i],
+					       .flags = (uint32_t)i };
+		owner[i] = node_of(cl, keys[i]);
+	}
+	cr_assert_eq(rhkv_cluster_mset(cl, N, items, st), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(st[i], 0, "%s: %s", keys[i], rhkv_strerror(st[i]));
+	cr_assert_eq(curr_items(ports[0]) + curr_items(ports[1]) +
+			     curr_items(ports[2]),
+		     N);
+	cr_assert_eq(rhkv_cluster_mget(cl, N, kp, kl, out, st), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(st[i], 0);
+		cr_assert_str_eq(out[i].data, keys[i]);
+		cr_assert_eq(out[i].flags, (uint32_t)i);
+		rhkv_value_free(&out[i]);
+	}
+
+	cl_stop(pids[0]);
+	pids[0] = 0;
+	freeze(1);
+	t0 = h_now_ms();
+	cr_assert_eq(rhkv_cluster_mget(cl, N, kp, kl, out, st), 0);
+	took = h_now_ms() - t0;
+	for (int i = 0; i < N; i++) {
+		if (owner[i] == 2) {
+			cr_assert_eq(st[i], 0, "%s", rhkv_strerror(st[i]));
+			cr_assert_str_eq(out[i].data, keys[i]);
+		} else if (owner[i] == 1) {
+			cr_assert_eq(st[i], RHKV_ETIMEDOUT, "%s",
+				     rhkv_strerror(st[i]));
+		} else {
+			cr_assert(st[i] == RHKV_ECONN ||
+					  st[i] == RHKV_ENOTFOUND,
+				  "%s", rhkv_strerror(st[i]));
+		}
+		if (st[i])
+			cr_assert_null(out[i].data);
+		rhkv_value_free(&out[i]);
+	}
+	cr_assert_geq(took, 290, "%lld ms", took);
+	/* both are skipped now: their keys miss on the live server */
+	cr_assert_eq(rhkv_cluster_mget(cl, N, kp, kl, out, st), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(st[i], owner[i] == 2 ? 0 : RHKV_ENOTFOUND);
+		rhkv_value_free(&out[i]);
+	}
+	thaw(1);
+	rhkv_cluster_free(cl);
+}
