@@ -1,6 +1,8 @@
 /*
- * client/examples/ against a live rhkvd: example.c must print the greeting,
- * read_through.c where each read's value came from; both exit 0.
+ * client/examples/ against live rhkvd servers: example.c must print the
+ * greeting, read_through.c where each read's value came from; the three
+ * services (event loop, batch job, pooled multi-threaded service) must
+ * report every request right; all exit 0.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -10,11 +12,13 @@
 
 #include "util.h"
 
-static struct srv srv;
+static struct srv srv, srv2, srv3;
 
 static void teardown(void)
 {
 	srv_stop(&srv);
+	srv_stop(&srv2);
+	srv_stop(&srv3);
 }
 
 TestSuite(example, .fini = teardown, .timeout = 30);
@@ -59,4 +63,60 @@ Test(example, read_through)
 	};
 
 	run_example("RHKV_READ_THROUGH", want, 3);
+}
+
+/* Runs the program at $env with args; its first line must start with
+ * want, and it must exit 0. */
+static void run_service(const char *env, const char *args, const char *want)
+{
+	const char *exe = getenv(env);
+	char cmd[4096], out[256] = "";
+	FILE *f;
+	int st;
+
+	cr_assert_not_null(exe, "%s is not set", env);
+	snprintf(cmd, sizeof(cmd), "'%s' %s", exe, args);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	if (!fgets(out, sizeof(out), f))
+		out[0] = '\0';
+	st = pclose(f);
+	cr_assert(strncmp(out, want, strlen(want)) == 0, "%s printed %s", env,
+		  out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %#x: %s",
+		  env, st, out);
+}
+
+Test(example, event_loop_service)
+{
+	char args[64];
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	snprintf(args, sizeof(args), "%d 5000", srv.port);
+	run_service("RHKV_EVENT_LOOP", args, "answered 5000:");
+}
+
+Test(example, batch_job)
+{
+	char args[64];
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	/* 40 MB: within the server's default memory, nothing evicted */
+	snprintf(args, sizeof(args), "%d 10000", srv.port);
+	run_service("RHKV_BATCH_JOB", args,
+		    "stored 10000 of 10000 keys; sample of 100: 100 read back, "
+		    "0 evicted, 0 wrong");
+}
+
+Test(example, pooled_service)
+{
+	char args[64];
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	cr_assert_eq(srv_start(&srv2, NULL), 0);
+	cr_assert_eq(srv_start(&srv3, NULL), 0);
+	snprintf(args, sizeof(args), "%d %d %d", srv.port, srv2.port,
+		 srv3.port);
+	run_service("RHKV_POOLED_SERVICE", args,
+		    "4000 requests counted, 0 errors");
 }
