@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -181,4 +182,90 @@ Test(conn, password)
 	if (rc == 0)
 		rc = rhkv_get(c, "k", 1, &v);
 	cr_assert_eq(rc, RHKV_EAUTH, "wrong password: %s", rhkv_strerror(rc));
+}
+
+/* TCP keepalive is on by default with the documented timings, and off
+ * when asked. */
+Test(conn, keepalive)
+{
+	struct rhkv_options o;
+	int on = 0, idle = 0, intvl = 0, cnt = 0;
+	socklen_t len = sizeof(int);
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	c = cl_connect(srv.port, 1000);
+	cr_assert_eq(
+		getsockopt(rhkv_fd(c), SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+	getsockopt(rhkv_fd(c), IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len);
+	getsockopt(rhkv_fd(c), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, &len);
+	getsockopt(rhkv_fd(c), IPPROTO_TCP, TCP_KEEPCNT, &cnt, &len);
+	cr_assert_eq(on, 1);
+	cr_assert_eq(idle, 15);
+	cr_assert_eq(intvl, 5);
+	cr_assert_eq(cnt, 3);
+	rhkv_close(c);
+	rhkv_options_init(&o);
+	o.keepalive_s = 0;
+	OK(rhkv_connect(&c, "127.0.0.1", srv.port, &o));
+	getsockopt(rhkv_fd(c), SOL_SOCKET, SO_KEEPALIVE, &on, &len);
+	cr_assert_eq(on, 0);
+}
+
+/* A key prefix puts the handle's keys in a namespace of their own: the
+ * same names through another prefix, or none, are other keys; the prefix
+ * counts towards the key length limit. */
+Test(conn, key_prefix)
+{
+	struct rhkv_options o;
+	struct rhkv_value v;
+	char key[251];
+	rhkv *plain;
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	rhkv_options_init(&o);
+	o.key_prefix = "app1:";
+	OK(rhkv_connect(&c, "127.0.0.1", srv.port, &o));
+	OK(rhkv_set(c, "k", 1, "one", 3, 0, 0, NULL));
+	plain = cl_connect(srv.port, 1000);
+	cr_assert_eq(rhkv_get(plain, "k", 1, &v), RHKV_ENOTFOUND);
+	cr_assert_eq(rhkv_get(plain, "app1:k", 6, &v), 0);
+	cr_assert_str_eq(v.data, "one");
+	rhkv_value_free(&v);
+	OK(rhkv_get(c, "k", 1, &v));
+	rhkv_value_free(&v);
+	/* pipelines and the non-blocking core go through the same encoder */
+	rhkv_pipeline *p = rhkv_pipeline_new(c);
+	cr_assert_eq(rhkv_pipeline_incr(p, "n", 1, 1), 0);
+	OK(rhkv_set(plain, "app1:n", 6, "41", 2, 0, 0, NULL));
+	OK(rhkv_pipeline_exec(p));
+	cr_assert_eq(rhkv_pipeline_number(p, 0), 42);
+	rhkv_pipeline_free(p);
+	memset(key, 'k', sizeof(key));
+	ERR(rhkv_set(c, key, 250 - 5, "x", 1, 0, 0, NULL), 0);
+	ERR(rhkv_set(c, key, 250 - 4, "x", 1, 0, 0, NULL), RHKV_EBADKEY);
+	rhkv_close(plain);
+	rhkv_close(c);
+	/* a prefix that cannot be part of a key is refused at once */
+	o.key_prefix = "";
+	OK(rhkv_connect(&c, "127.0.0.1", srv.port, &o));
+	rhkv_close(c);
+	memset(key, 'p', 250);
+	key[250] = '\0';
+	o.key_prefix = key;
+	cr_assert_eq(rhkv_connect(&c, "127.0.0.1", srv.port, &o), RHKV_EINVAL);
+}
+
+/* errstr tells the last failure, and nothing once a later call worked. */
+Test(conn, errstr_follows_the_last_call)
+{
+	struct rhkv_value v;
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	c = cl_connect(srv.port, 1000);
+	ERR(rhkv_get(c, "missing", 7, &v), RHKV_ENOTFOUND);
+	cr_assert_neq(rhkv_errstr(c)[0], '\0');
+	OK(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL));
+	cr_assert_str_eq(rhkv_errstr(c), "");
+	OK(rhkv_ping(c));
+	cr_assert_str_eq(rhkv_errstr(c), "");
 }
