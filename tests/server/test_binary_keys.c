@@ -499,3 +499,29 @@ Test(binkeys, text_meta_reaches_them_through_base64)
 	text_line(line, sizeof(line));
 	cr_assert(!strncmp(line, "CLIENT_ERROR", 12), "%s", line);
 }
+
+/* stats detail counts per prefix; a prefix that is no text key is
+ * spelled in base64 with b, as keys are. */
+Test(binkeys, stats_detail_dump_spells_prefixes)
+{
+	const struct key k = { .p = "a b:\n", .n = 5 };
+	char line[600];
+	bool found = false;
+
+	cr_assert_eq(hc_sendf(txt, "stats detail on\r\n"), 0);
+	text_line(line, sizeof(line));
+	cr_assert_str_eq(line, "OK");
+	size_t f = bin_begin(PROTO_OP_SET, 1, &k, 1);
+
+	msgpack_pack_bin_with_body(&pk, "v", 1);
+	proto_bin_end(&sb, f);
+	bin_send();
+	bin_reply(1, PROTO_ST_OK);
+	cr_assert_eq(hc_sendf(txt, "stats detail dump\r\n"), 0);
+	while (text_line(line, sizeof(line)) && strcmp(line, "END")) {
+		cr_assert(!strncmp(line, "PREFIX ", 7), "line %s", line);
+		/* "a b" in base64 */
+		found = found || !strncmp(line, "PREFIX YSBi b get ", 18);
+	}
+	cr_assert(found, "no PREFIX line for \"a b\"");
+}
