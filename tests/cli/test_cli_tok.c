@@ -92,24 +92,6 @@ Test(cli_tok, escapes_outside_quotes)
 	word_is(4, "c\\*", 3);
 }
 
-/* Every byte value, quoted by cli_quote, reads back as itself. */
-Test(cli_tok, quote_round_trips_every_byte)
-{
-	char all[256], *out = NULL;
-	size_t outlen = 0;
-	FILE *f = open_memstream(&out, &outlen);
-
-	for (int i = 0; i < 256; i++)
-		all[i] = (char)i;
-	cr_assert_not_null(f);
-	cli_quote(f, all, sizeof(all));
-	fclose(f);
-	tok_ok(out);
-	cr_assert_eq(w.n, 1);
-	word_is(0, all, sizeof(all));
-	free(out);
-}
-
 Test(cli_tok, put_key_bare_only_when_it_reads_back)
 {
 	char *out = NULL;

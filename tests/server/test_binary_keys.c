@@ -100,6 +100,22 @@ static size_t bin_begin(uint32_t op, uint64_t id, const struct key *k,
 	return f;
 }
 
+/* Queues [op, id, key] with one more argument: v (UINT32_MAX: none), or
+ * a map {opt: v} when opt is not NULL (a meta op). */
+static void bin_u32(uint32_t op, uint64_t id, const struct key *k,
+		    const char *opt, uint32_t v)
+{
+	size_t f = bin_begin(op, id, k, v == UINT32_MAX ? 0 : 1);
+
+	if (opt) {
+		msgpack_pack_map(&pk, 1);
+		msgpack_pack_str_with_body(&pk, opt, strlen(opt));
+	}
+	if (v != UINT32_MAX)
+		msgpack_pack_uint32(&pk, v);
+	proto_bin_end(&sb, f);
+}
+
 static void bin_send(void)
 {
 	cr_assert_eq(hc_send(bin, sb.data, sb.size), 0, "send: errno %d",
@@ -225,29 +241,17 @@ Test(binkeys, every_byte_value_through_every_op)
 		f = bin_begin(PROTO_OP_APPEND, id, k, 1);
 		msgpack_pack_bin_with_body(&pk, "+", 1);
 		proto_bin_end(&sb, f);
-		f = bin_begin(PROTO_OP_TOUCH, id + 1, k, 1);
-		msgpack_pack_uint32(&pk, 0);
-		proto_bin_end(&sb, f);
+		bin_u32(PROTO_OP_TOUCH, id + 1, k, NULL, 0);
 		f = bin_begin(PROTO_OP_META_GET, id + 2, k, 1);
 		msgpack_pack_map(&pk, 1);
 		msgpack_pack_str_with_body(&pk, "v", 1);
 		msgpack_pack_true(&pk);
 		proto_bin_end(&sb, f);
-		f = bin_begin(PROTO_OP_DELETE, id + 3, k, 0);
-		proto_bin_end(&sb, f);
-		f = bin_begin(PROTO_OP_GET, id + 4, k, 0);
-		proto_bin_end(&sb, f);
-		f = bin_begin(PROTO_OP_INCR, id + 5, k, 1);
-		msgpack_pack_uint32(&pk, 1);
-		proto_bin_end(&sb, f);
-		f = bin_begin(PROTO_OP_META_ARITH, id + 6, k, 1);
-		msgpack_pack_map(&pk, 1);
-		msgpack_pack_str_with_body(&pk, "vivify", 6);
-		msgpack_pack_uint32(&pk, 0);
-		proto_bin_end(&sb, f);
-		f = bin_begin(PROTO_OP_INCR, id + 7, k, 1);
-		msgpack_pack_uint32(&pk, 5);
-		proto_bin_end(&sb, f);
+		bin_u32(PROTO_OP_DELETE, id + 3, k, NULL, UINT32_MAX);
+		bin_u32(PROTO_OP_GET, id + 4, k, NULL, UINT32_MAX);
+		bin_u32(PROTO_OP_INCR, id + 5, k, NULL, 1);
+		bin_u32(PROTO_OP_META_ARITH, id + 6, k, "vivify", 0);
+		bin_u32(PROTO_OP_INCR, id + 7, k, NULL, 5);
 		bin_send();
 		bin_reply(id, PROTO_ST_OK);
 		bin_reply(id + 1, PROTO_ST_OK);
