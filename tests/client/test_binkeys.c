@@ -21,7 +21,7 @@ static struct srv srv;
 static rhkv *c;
 static char keys[NKEYS][250];
 static size_t klens[NKEYS];
-static const void *kptr[NKEYS];
+static const char *kptr[NKEYS];
 
 static void setup(void)
 {
