@@ -167,9 +167,7 @@ int rhkv_scan_open(rhkv *c, const char *match, unsigned int count,
 	int rc;
 
 	if (!out)
-		return c ? rhkv__fail(c, RHKV_EINVAL,
-				      "no place for the "
-				      "iterator")
+		return c ? rhkv__fail(c, RHKV_EINVAL, "no iterator pointer")
 			 : RHKV_EINVAL;
 	*out = NULL;
 	if (!c)
