@@ -41,7 +41,7 @@ enum rhkv_error {
 	RHKV_ENOTSTORED = -2,	/* add: exists; replace/append: missing */
 	RHKV_EEXISTS = -3,	/* cas: the item changed */
 	RHKV_ETOOLARGE = -4,	/* value above the server's item size limit */
-	RHKV_EBADKEY = -5,	/* empty, > 250 bytes, space, \n or NUL */
+	RHKV_EBADKEY = -5,	/* empty or > 250 bytes */
 	RHKV_ETIMEDOUT = -6,	/* no reply within the I/O timeout */
 	RHKV_ECONN = -7,	/* cannot connect, or the connection was lost */
 	RHKV_ESERVER = -8,	/* the server failed (out of memory, ...) */
@@ -530,12 +530,27 @@ size_t rhkv_pipeline_buffered(const rhkv_pipeline *p);
 /* ---- scanning ---- */
 
 /*
+ * Keys are any 1..250 bytes, NUL included, so a key's length is the only
+ * sure way to know where it ends: rhkv_scan_keys() and rhkv_scan_next()
+ * give it. rhkv_scan() gives none; a key holding a NUL looks shorter there.
+ */
+
+/*
  * One scan call: keys from cursor (0 to start), at most about count
- * (1..1000), matching the glob match (NULL: all); *next is 0 when the scan
- * is complete. keys[i] are NUL-terminated; free with rhkv_keys_free().
+ * (1..1000, else RHKV_EINVAL), matching the glob match (NULL: all); *next
+ * is 0 when the scan is complete. keys[i] are NUL-terminated; free with
+ * rhkv_keys_free().
  */
 int rhkv_scan(rhkv *c, uint64_t cursor, unsigned int count, const char *match,
 	      uint64_t *next, char ***keys, size_t *n);
+/*
+ * rhkv_scan() with the keys' lengths: (*klens)[i] is the length of
+ * keys[i] (NULL klens: not wanted). The lengths share the keys' block:
+ * rhkv_keys_free(keys, n) frees both.
+ */
+int rhkv_scan_keys(rhkv *c, uint64_t cursor, unsigned int count,
+		   const char *match, uint64_t *next, char ***keys,
+		   size_t **klens, size_t *n);
 void rhkv_keys_free(char **keys, size_t n);
 
 /*
@@ -544,9 +559,18 @@ void rhkv_keys_free(char **keys, size_t n);
  */
 typedef struct rhkv_scan_iter rhkv_scan_iter;
 
+/*
+ * Starts an iteration of count keys per round trip (1..1000) over the
+ * keys matching match (NULL: all), in *out. 0, or RHKV_EINVAL (a count out
+ * of range, a NULL argument) or RHKV_ENOMEM, with rhkv_errstr() saying
+ * why (when c is not NULL). Nothing is sent until rhkv_scan_next().
+ */
+int rhkv_scan_open(rhkv *c, const char *match, unsigned int count,
+		   rhkv_scan_iter **out);
+/* rhkv_scan_open() that answers the iterator, or NULL on any error. */
 rhkv_scan_iter *rhkv_scan_begin(rhkv *c, const char *match, unsigned int count);
-/* 1 and *key (valid until the next call) for the next key, 0 at the end,
- * or a negative RHKV_E*. */
+/* 1 and *key (valid until the next call) and *klen (NULL: not wanted) for
+ * the next key, 0 at the end, or a negative RHKV_E*. */
 int rhkv_scan_next(rhkv_scan_iter *it, const char **key, size_t *klen);
 void rhkv_scan_end(rhkv_scan_iter *it);
 

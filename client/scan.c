@@ -1,6 +1,7 @@
 /*
- * Scanning: rhkv_scan() (one cursor step; the keys come back in one block
- * of pointers and NUL-terminated strings) and the iterator that hides the
+ * Scanning: rhkv_scan() and rhkv_scan_keys() (one cursor step; the keys
+ * come back in one block: pointers, lengths, then NUL-terminated bytes,
+ * which may hold NULs of their own) and the iterator that hides the
  * cursor.
  */
 #include "internal.h"
@@ -14,6 +15,7 @@ struct scan {
 	int rc;
 	uint64_t next;
 	char **keys;
+	size_t *klens; /* inside the keys' block, after the pointers */
 	size_t n;
 };
 
@@ -34,7 +36,8 @@ static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
 	}
 	if (!rhkv__pl_scan(payload, &s->next, &ks, &m))
 		return RHKV_EPROTO;
-	bytes = (size_t)m * sizeof(char *);
+	/* sizeof(char *) keeps the lengths after the pointers aligned */
+	bytes = (size_t)m * (sizeof(char *) + sizeof(size_t));
 	for (uint32_t k = 0; k < m; k++) {
 		if (!rhkv__pl_bytes(&ks[k], &p, &n))
 			return RHKV_EPROTO;
@@ -47,12 +50,14 @@ static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
 		s->rc = rhkv__fail(c, RHKV_ENOMEM, "out of memory");
 		return 0;
 	}
-	o = (char *)(s->keys + m);
+	s->klens = (size_t *)(s->keys + m);
+	o = (char *)(s->klens + m);
 	for (uint32_t k = 0; k < m; k++) {
 		rhkv__pl_bytes(&ks[k], &p, &n);
 		memcpy(o, p, n);
 		o[n] = '\0';
 		s->keys[k] = o;
+		s->klens[k] = n;
 		o += n + 1;
 	}
 	s->n = m;
@@ -70,7 +75,7 @@ static int pack_scan(rhkv *c, uint64_t id, uint64_t cursor, unsigned int count,
 		return RHKV_ENOMEM;
 	proto_bin_pack_request_head(pk, PROTO_OP_SCAN, id, 3);
 	e |= msgpack_pack_uint64(pk, cursor);
-	e |= count ? msgpack_pack_uint32(pk, count) : msgpack_pack_nil(pk);
+	e |= msgpack_pack_uint32(pk, count);
 	if (match) {
 		e |= msgpack_pack_str(pk, strlen(match));
 		e |= msgpack_pack_str_body(pk, match, strlen(match));
@@ -83,8 +88,19 @@ static int pack_scan(rhkv *c, uint64_t id, uint64_t cursor, unsigned int count,
 	return 0;
 }
 
-int rhkv_scan(rhkv *c, uint64_t cursor, unsigned int count, const char *match,
-	      uint64_t *next, char ***keys, size_t *n)
+/* The server refuses a count outside 1..PROTO_SCAN_COUNT_MAX (BAD_REQUEST);
+ * refused here with a reason, before a round trip. */
+static int check_count(rhkv *c, unsigned int count)
+{
+	if (count < 1 || count > PROTO_SCAN_COUNT_MAX)
+		return rhkv__fail(c, RHKV_EINVAL, "scan count %u not in 1..%u",
+				  count, PROTO_SCAN_COUNT_MAX);
+	return 0;
+}
+
+int rhkv_scan_keys(rhkv *c, uint64_t cursor, unsigned int count,
+		   const char *match, uint64_t *next, char ***keys,
+		   size_t **klens, size_t *n)
 {
 	struct scan s = { 0 };
 	uint64_t id;
@@ -93,10 +109,12 @@ int rhkv_scan(rhkv *c, uint64_t cursor, unsigned int count, const char *match,
 	if (!c || !next || !keys || !n)
 		return RHKV_EINVAL;
 	*keys = NULL;
+	if (klens)
+		*klens = NULL;
 	*n = 0;
-	if (count > PROTO_SCAN_COUNT_MAX)
-		return rhkv__fail(c, RHKV_EINVAL, "count above %u",
-				  PROTO_SCAN_COUNT_MAX);
+	rc = check_count(c, count);
+	if (rc)
+		return rc;
 	rc = rhkv__ensure(c);
 	if (rc)
 		return rc;
@@ -113,8 +131,16 @@ int rhkv_scan(rhkv *c, uint64_t cursor, unsigned int count, const char *match,
 	}
 	*next = s.next;
 	*keys = s.keys;
+	if (klens)
+		*klens = s.klens;
 	*n = s.n;
 	return 0;
+}
+
+int rhkv_scan(rhkv *c, uint64_t cursor, unsigned int count, const char *match,
+	      uint64_t *next, char ***keys, size_t *n)
+{
+	return rhkv_scan_keys(c, cursor, count, match, next, keys, NULL, n);
 }
 
 void rhkv_keys_free(char **keys, size_t n)
@@ -130,25 +156,43 @@ struct rhkv_scan_iter {
 	uint64_t cursor;
 	bool started;
 	char **keys;
+	size_t *klens;
 	size_t n, i;
 };
+
+int rhkv_scan_open(rhkv *c, const char *match, unsigned int count,
+		   rhkv_scan_iter **out)
+{
+	rhkv_scan_iter *it;
+	int rc;
+
+	if (!out)
+		return c ? rhkv__fail(c, RHKV_EINVAL, "no iterator pointer")
+			 : RHKV_EINVAL;
+	*out = NULL;
+	if (!c)
+		return RHKV_EINVAL;
+	rc = check_count(c, count);
+	if (rc)
+		return rc;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
+	it->c = c;
+	it->count = count;
+	if (match && !(it->match = strdup(match))) {
+		free(it);
+		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
+	}
+	*out = it;
+	return 0;
+}
 
 rhkv_scan_iter *rhkv_scan_begin(rhkv *c, const char *match, unsigned int count)
 {
 	rhkv_scan_iter *it;
 
-	if (!c || count > PROTO_SCAN_COUNT_MAX)
-		return NULL;
-	it = calloc(1, sizeof(*it));
-	if (!it)
-		return NULL;
-	it->c = c;
-	it->count = count;
-	if (match && !(it->match = strdup(match))) {
-		free(it);
-		return NULL;
-	}
-	return it;
+	return rhkv_scan_open(c, match, count, &it) ? NULL : it;
 }
 
 int rhkv_scan_next(rhkv_scan_iter *it, const char **key, size_t *klen)
@@ -163,17 +207,18 @@ int rhkv_scan_next(rhkv_scan_iter *it, const char **key, size_t *klen)
 			return 0;
 		rhkv_keys_free(it->keys, it->n);
 		it->keys = NULL;
+		it->klens = NULL;
 		it->n = it->i = 0;
-		rc = rhkv_scan(it->c, it->cursor, it->count, it->match, &next,
-			       &it->keys, &it->n);
+		rc = rhkv_scan_keys(it->c, it->cursor, it->count, it->match,
+				    &next, &it->keys, &it->klens, &it->n);
 		if (rc)
 			return rc;
 		it->started = true;
 		it->cursor = next;
 	}
-	*key = it->keys[it->i++];
 	if (klen)
-		*klen = strlen(*key);
+		*klen = it->klens[it->i];
+	*key = it->keys[it->i++];
 	return 1;
 }
 

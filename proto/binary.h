@@ -69,7 +69,7 @@ enum proto_bin_status {
 	PROTO_ST_NOT_STORED = 2,
 	PROTO_ST_EXISTS = 3,	    /* cas mismatch */
 	PROTO_ST_TOO_LARGE = 4,	    /* value above the item size limit */
-	PROTO_ST_BAD_KEY = 5,	    /* empty, > 250 bytes, space, \n or NUL */
+	PROTO_ST_BAD_KEY = 5,	    /* empty or > 250 bytes */
 	PROTO_ST_NON_NUMERIC = 6,   /* incr/decr of a non-number */
 	PROTO_ST_OUT_OF_MEMORY = 7, /* the item cannot fit in the cache */
 	PROTO_ST_BAD_REQUEST = 8,   /* malformed request; payload: why */
@@ -206,9 +206,10 @@ enum proto_bin_result proto_bin_decode_request(struct proto_bin_decoder *d,
 bool proto_bin_mget_key(const struct proto_bin_req *req, uint32_t i,
 			struct proto_bin_bytes *key);
 
-/* Whether bytes are a valid key: the text protocol's rule (proto_key_ok
- * in text.h: 1..250 bytes, none of them ' ', '\n' or NUL), so both
- * protocols share keys. */
+/* Whether bytes are a valid key: 1..250 bytes, any of them (space, '\n'
+ * and NUL too: a msgpack str or bin carries its length, so no byte needs
+ * to end a key). The text protocol's rule (proto_key_ok in text.h) is
+ * narrower; its replies spell the other keys in base64 (proto_text_key). */
 bool proto_bin_key_ok(const char *p, size_t n);
 
 struct proto_bin_reply {

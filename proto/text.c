@@ -5,6 +5,7 @@
  * memcached 1.6.18; tests/proto/test_text.c holds those cases.
  */
 #include "proto/text.h"
+#include "proto/meta.h"
 #include "proto/text_line.h"
 
 #include <string.h>
@@ -497,6 +498,18 @@ size_t proto_text_value_header(char *dst, const char *key, size_t key_len,
 	}
 	dst[n++] = '\r';
 	dst[n++] = '\n';
+	return n;
+}
+
+size_t proto_text_key(char *dst, const char *key, size_t n, bool binary,
+		      bool *b64)
+{
+	if (n > PROTO_KEY_MAX)
+		n = PROTO_KEY_MAX;
+	*b64 = binary || !proto_key_ok(key, n);
+	if (*b64)
+		return proto_base64_encode(key, n, dst);
+	memcpy(dst, key, n);
 	return n;
 }
 

@@ -191,11 +191,13 @@ enum proto_status proto_text_parse(const char *buf, size_t n,
  * protocol the other three cannot occur inside a key: a space splits
  * tokens, "\n" ends the line and NUL ends its content. A key may end in
  * "\r" ("get k\r\r\n" asks for "k\r": only the "\r" right before the
- * "\n" belongs to the line end). Whatever prints a key (VALUE, KEY lines)
- * prints its bytes as they are: a reader that splits at "\n" and strips
- * one "\r" gets the key back. The msgpack protocol's keys follow the same
- * rule (proto_bin_key_ok), so both protocols share keys. Inline: the
- * client library links the msgpack codec without the text parser.
+ * "\n" belongs to the line end). Whatever prints a text key (VALUE, KEY
+ * lines) prints its bytes as they are: a reader that splits at "\n" and
+ * strips one "\r" gets the key back. The msgpack protocol takes any bytes
+ * (proto_bin_key_ok), so every text key is a msgpack key but not the
+ * other way round: text replies spell the others in base64
+ * (proto_text_key). Inline: the client library links the msgpack codec
+ * without the text parser.
  */
 static inline bool proto_key_ok(const char *p, size_t n)
 {
@@ -238,6 +240,20 @@ size_t proto_text_value_header(char *dst, const char *key, size_t key_len,
  * Iterative, O(plen * n) at worst, whatever the pattern.
  */
 bool proto_glob_match(const char *pat, size_t plen, const char *s, size_t n);
+
+/*
+ * A key as a text reply prints it. A text key (proto_key_ok) comes out as
+ * it is; any other key, which only the msgpack protocol can store (it
+ * takes any byte), comes out in base64 with *b64 set, and the caller
+ * writes memcached's " b" token after it, as memcached does for binary
+ * keys: a raw space, "\n" or NUL would split or end the line. binary
+ * asks for base64 whatever the bytes (a key that a meta command sent in
+ * base64 is answered in base64). dst holds PROTO_TEXT_KEY_MAX bytes;
+ * returns the length written (no NUL); n is at most PROTO_KEY_MAX.
+ */
+#define PROTO_TEXT_KEY_MAX ((PROTO_KEY_MAX + 2) / 3 * 4)
+size_t proto_text_key(char *dst, const char *key, size_t n, bool binary,
+		      bool *b64);
 
 /*
  * Writes n bytes of src into dst (at least 3 * n bytes) as memcached's

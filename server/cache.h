@@ -65,7 +65,16 @@
  * other bits serve memcached's meta commands: WON is set once, by the one
  * client that is handed the right to recache the item (cache_item_win);
  * STALE and KEY_BINARY are set when the item is built and never change.
- * Every change is an atomic read-modify-write of the bits it means. */
+ * Every change is an atomic read-modify-write of the bits it means.
+ *
+ * KEY_BINARY records how a text client spelled the key (meta's b), so
+ * that mg's k answers in the same spelling, as memcached does. The msgpack
+ * protocol does not set it for its keys that are no text keys (space,
+ * "\n", NUL): whatever prints a key as text tests the bytes themselves
+ * (proto_text_key) and spells such a key in base64 anyway, which covers
+ * every way in (msgpack, memcached binary, later ones) with no bit to keep
+ * in step on each write path, and leaves a msgpack client's text-safe key
+ * answered as it is. */
 #define ITEM_VISITED	1u
 #define ITEM_FETCHED	2u
 #define ITEM_WON	4u  /* a recache winner has been named */

@@ -431,12 +431,20 @@ static void values_end(struct conn *c, const struct request *r)
 		conn_add(c, "END\r\n", 5);
 }
 
+/* scan's "KEY <key>\r\n", or "KEY <base64> b\r\n" for a key that only
+ * the msgpack protocol can store (proto_text_key). */
 static void key(struct conn *c, const struct request *r, const char *k,
 		size_t n)
 {
+	char spelled[PROTO_TEXT_KEY_MAX];
+	bool b64;
+	size_t len = proto_text_key(spelled, k, n, false, &b64);
+
 	(void)r;
 	conn_add(c, "KEY ", 4);
-	conn_add(c, k, n);
+	conn_add(c, spelled, len);
+	if (b64)
+		conn_add(c, " b", 2);
 	conn_add(c, "\r\n", 2);
 }
 
@@ -530,16 +538,17 @@ static void line_i64(struct meta_line *l, char letter, int64_t v)
 	line_digits(l, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
-/* " k<key>", in base64 with " b" after it for a binary key. */
+/* " k<key>", in base64 with " b" after it for a key stored or asked for
+ * in base64, and for one that is no text key (stored through the msgpack
+ * protocol, which takes any byte): proto_text_key. */
 static void line_key(struct meta_line *l, struct cache_key k, bool binary)
 {
+	bool b64;
+
 	line_put(l, " k", 2);
-	if (!binary) {
-		line_put(l, k.p, k.n);
-		return;
-	}
-	l->n += proto_base64_encode(k.p, k.n, l->b + l->n);
-	line_put(l, " b", 2);
+	l->n += proto_text_key(l->b + l->n, k.p, k.n, binary, &b64);
+	if (b64)
+		line_put(l, " b", 2);
 }
 
 static const char *const meta_words[] = {
@@ -552,7 +561,8 @@ static const char *const meta_words[] = {
 static void meta_debug(struct conn *c, const struct request *r,
 		       const struct meta_result *m)
 {
-	char b64[(PROTO_KEY_MAX + 2) / 3 * 4], line[160];
+	char spelled[PROTO_TEXT_KEY_MAX], line[160];
+	bool b64;
 	int n;
 
 	if (m->code != META_ME) {
@@ -560,10 +570,9 @@ static void meta_debug(struct conn *c, const struct request *r,
 		return;
 	}
 	conn_add(c, "ME ", 3);
-	if (m->key_binary)
-		conn_add(c, b64, proto_base64_encode(r->key.p, r->key.n, b64));
-	else
-		conn_add(c, r->key.p, r->key.n);
+	conn_add(c, spelled,
+		 proto_text_key(spelled, r->key.p, r->key.n, m->key_binary,
+				&b64));
 	n = snprintf(line, sizeof(line),
 		     " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64
 		     " fetch=%s cls=1 size=%" PRIu32 "\r\n",

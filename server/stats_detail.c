@@ -22,7 +22,6 @@
 #define DETAIL_PREFIXES 1024
 #define DETAIL_SLOTS	2048 /* open addressing, at most half full */
 #define DETAIL_DELIM	':'
-#define DETAIL_NAME_MAX 256 /* a prefix is shorter than a key */
 
 struct detail_prefix {
 	uint64_t get, hit, set, del;
@@ -144,7 +143,9 @@ void stats_detail_record(struct server *srv, const char *key, size_t n,
 void stats_detail_dump(struct server *srv, const struct stats_sink *k)
 {
 	struct stats_detail *d = detail_of(srv);
-	char name[DETAIL_NAME_MAX], value[100], line[DETAIL_NAME_MAX + 120];
+	/* a prefix, or its base64 and " b" (proto_text_key) */
+	char name[PROTO_TEXT_KEY_MAX + 3], value[100], line[sizeof(name) + 120];
+	bool b64;
 
 	if (!d)
 		return;
@@ -160,7 +161,9 @@ void stats_detail_dump(struct server *srv, const struct stats_sink *k)
 			.s = value
 		};
 
-		snprintf(name, sizeof(name), "%.*s", (int)e->n, e->p);
+		size_t kn = proto_text_key(name, e->p, e->n, false, &b64);
+
+		memcpy(name + kn, b64 ? " b" : "", b64 ? 3 : 1);
 		snprintf(value, sizeof(value),
 			 "get %" PRIu64 " hit %" PRIu64 " set %" PRIu64
 			 " del %" PRIu64,

@@ -164,7 +164,10 @@ struct dump_ctx {
 static void dump_item(const struct item *it, void *arg)
 {
 	struct dump_ctx *d = arg;
-	char name[256], value[64], line[340];
+	/* the key, or its base64 and " b" (proto_text_key) */
+	char name[PROTO_TEXT_KEY_MAX + 3], value[64], line[sizeof(name) + 80];
+	bool b64;
+	size_t kn;
 	struct stats_entry e = { .name = name,
 				 .line = line,
 				 .help = "An item: value bytes, and expiry "
@@ -175,7 +178,8 @@ static void dump_item(const struct item *it, void *arg)
 
 	if (d->full)
 		return;
-	snprintf(name, sizeof(name), "%.*s", (int)it->nkey, item_key(it));
+	kn = proto_text_key(name, item_key(it), it->nkey, false, &b64);
+	memcpy(name + kn, b64 ? " b" : "", b64 ? 3 : 1);
 	snprintf(value, sizeof(value), "[%" PRIu32 " b; %" PRIu32 " s]",
 		 it->nbytes,
 		 atomic_load_explicit(&it->exptime, memory_order_relaxed));

@@ -61,11 +61,12 @@ int cli_tokenize(const char *line, struct cli_words *out, const char **err)
 				s++;
 				continue;
 			}
-			if (!quoted || *s != '\\') {
+			if (*s != '\\') {
 				*o++ = *s++;
 				continue;
 			}
-			/* a backslash inside quotes */
+			/* a backslash, in quotes or not: keys may hold any
+			 * byte, and a bare word is the usual way to name one */
 			switch (s[1]) {
 			case '"':
 			case '\\':
@@ -82,6 +83,10 @@ int cli_tokenize(const char *line, struct cli_words *out, const char **err)
 				break;
 			case 't':
 				*o++ = '\t';
+				s += 2;
+				break;
+			case '0':
+				*o++ = '\0';
 				s += 2;
 				break;
 			case 'x': {
@@ -155,4 +160,18 @@ void cli_quote(FILE *f, const void *p, size_t len)
 		}
 	}
 	putc('"', f);
+}
+
+void cli_put_key(FILE *f, const void *p, size_t len)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] <= ' ' || s[i] >= 0x7f || s[i] == '"' ||
+		    s[i] == '\\') {
+			cli_quote(f, p, len);
+			return;
+		}
+	}
+	fwrite(p, 1, len, f);
 }

@@ -654,11 +654,17 @@ static int do_scan(struct cli *cl, const struct cmd *d, int argc,
 		pattern = argv[1].p;
 	if (ensure_conn(cl))
 		return EX_FAIL;
-	it = rhkv_scan_begin(cl->c, pattern, SCAN_COUNT);
-	if (!it)
-		return fail(cl, RHKV_ENOMEM);
+	err = rhkv_scan_open(cl->c, pattern, SCAN_COUNT, &it);
+	if (err)
+		return fail(cl, err);
+	/* A key is one line whatever its bytes: quoted and escaped, or in
+	 * --raw mode bare when it reads back as one word. */
 	while ((err = rhkv_scan_next(it, &key, &klen)) == 1) {
-		put_value(cl, key, klen);
+		if (cl->raw)
+			cli_put_key(stdout, key, klen);
+		else
+			cli_quote(stdout, key, klen);
+		putchar('\n');
 		n++;
 	}
 	rhkv_scan_end(it);
@@ -813,8 +819,9 @@ static int do_help(struct cli *cl, const struct cmd *d, int argc,
 	puts("\n"
 	     "At the prompt and on stdin, words split at spaces; a "
 	     "double-quoted\n"
-	     "part keeps spaces and takes the escapes \\\" \\\\ \\n \\r \\t "
-	     "and \\xNN.\n"
+	     "part keeps spaces; quoted or not, a word takes the escapes "
+	     "\\\" \\\\\n"
+	     "\\n \\r \\t \\0 and \\xNN (keys may hold any byte).\n"
 	     "Words given as arguments on the command line are taken as they "
 	     "are\n"
 	     "(no quoting or escapes). EXPTIME: 0 never, up to 30 days "

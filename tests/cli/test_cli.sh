@@ -204,8 +204,9 @@ expect_err ms-bigflags 64 "bad option 'flags=4294967296'" ms mk v flags=42949672
 expect_err md-badcas 64 "bad option 'cas=-1'" md mk cas=-1
 expect_err ma-badmode 64 "bad option 'mode=S'" ma cnt mode=S
 
-# Bad keys are errors (exit 1), not usage errors.
-expect_err bad-key-space 1 '(error) BAD_KEY: ' get 'a b'
+# Bad keys are errors (exit 1), not usage errors. A space is a key byte.
+expect_re set-key-space 0 '^STORED' set 'a b' sp
+expect get-key-space 0 $'"sp"\n' get 'a b'
 expect_err bad-key-long 1 '(error) BAD_KEY: ' get "$(printf 'k%.0s' $(seq 251))"
 expect_err bad-key-empty 1 '(error) BAD_KEY: ' set '' v
 
@@ -315,6 +316,27 @@ pipe 'get q\n' --raw 2>/dev/null
 [ "$rc" = 0 ] && [ "$(od -An -tx1 "$tmp/out" | tr -d ' \n')" = \
 	"6120226222205c2000010a0a" ] && ok ||
 	bad "piped raw bytes: $(od -An -tx1 "$tmp/out")"
+# keys with any byte, given with escapes in bare and quoted words, come
+# back from scan escaped, one line each
+pipe 'set "bk:a b" 1\nset bk:\\0x 2\nset bk:\\n 3\nset "bk:\\x01\\xff" 4\nset bk:plain 5\nget bk:\\x00x\n'
+[ "$rc" = 0 ] && [[ $out =~ ^(STORED\ cas\ [0-9]+$'\n'){5}'"2"'$'\n'$ ]] &&
+	ok || bad "binary keys: rc $rc, out $(printf %q "$out"), err $err"
+got=$(scan_sorted --raw scan --pattern 'bk:*')
+[ "$got" = '"bk:\n"
+"bk:\x00x"
+"bk:\x01\xff"
+"bk:a b"
+bk:plain' ] && ok || bad "scan raw binary keys: $(printf %q "$got")"
+got=$(scan_sorted scan --pattern 'bk:*')
+[ "$got" = '"bk:\n"
+"bk:\x00x"
+"bk:\x01\xff"
+"bk:a b"
+"bk:plain"' ] && ok || bad "scan binary keys: $(printf %q "$got")"
+# what scan prints reads back as the same key
+pipe 'get "bk:\\x00x"\nget "bk:\\n"\n' --raw
+[ "$rc" = 0 ] && [ "$out" = $'2\n3\n' ] && ok ||
+	bad "scan's keys read back: rc $rc, out $(printf %q "$out"), err $err"
 pipe 'get "unterminated\nfrobnicate\nping\n'
 [ "$rc" = 1 ] && [ "$out" = $'PONG\n' ] &&
 	[[ $err == *"unbalanced quotes"* ]] && [[ $err == *"unknown command"* ]] &&

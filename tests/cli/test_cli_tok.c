@@ -67,12 +67,12 @@ Test(cli_tok, empty_quoted_word)
 
 Test(cli_tok, escapes)
 {
-	tok_ok("\"a\\\"b\\\\c\\n\\r\\t\\x00\\xfF\\x41\"");
+	tok_ok("\"a\\\"b\\\\c\\n\\r\\t\\x00\\xfF\\x41\\0\"");
 	cr_assert_eq(w.n, 1);
 	word_is(0,
 		"a\"b\\c\n\r\t\0\xff"
-		"A",
-		11);
+		"A\0",
+		12);
 }
 
 Test(cli_tok, unknown_escape_kept)
@@ -81,12 +81,34 @@ Test(cli_tok, unknown_escape_kept)
 	word_is(0, "a\\*b", 4);
 }
 
-Test(cli_tok, backslash_outside_quotes_is_literal)
+Test(cli_tok, escapes_outside_quotes)
 {
-	tok_ok("a\\x41 b\\n");
-	cr_assert_eq(w.n, 2);
-	word_is(0, "a\\x41", 5);
-	word_is(1, "b\\n", 3);
+	tok_ok("a\\x41 b\\n \\0\\x00\\t\\\\ a\\\"b c\\*");
+	cr_assert_eq(w.n, 5);
+	word_is(0, "aA", 2);
+	word_is(1, "b\n", 2);
+	word_is(2, "\0\0\t\\", 4);
+	word_is(3, "a\"b", 3);
+	word_is(4, "c\\*", 3);
+}
+
+Test(cli_tok, put_key_bare_only_when_it_reads_back)
+{
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *f = open_memstream(&out, &outlen);
+
+	cr_assert_not_null(f);
+	cli_put_key(f, "user:1", 6);
+	putc('|', f);
+	cli_put_key(f, "a b", 3);
+	putc('|', f);
+	cli_put_key(f, "a\0\n", 3);
+	putc('|', f);
+	cli_put_key(f, "q\"", 2);
+	fclose(f);
+	cr_assert_str_eq(out, "user:1|\"a b\"|\"a\\x00\\n\"|\"q\\\"\"");
+	free(out);
 }
 
 Test(cli_tok, adjacent_parts_join)

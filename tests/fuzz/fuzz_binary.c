@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "proto/binary.h"
+#include "proto/meta.h"
+#include "proto/text.h"
 
 #define CHECK(cond)                                                            \
 	do {                                                                   \
@@ -83,11 +85,22 @@ static unsigned int touch_object(const char *body, size_t n,
 
 static void check_key(const char *body, size_t n, struct proto_bin_bytes k)
 {
+	char spelled[PROTO_TEXT_KEY_MAX], raw[PROTO_TEXT_KEY_MAX];
+	size_t spelled_n;
+	bool b64;
+
 	CHECK(k.n >= 1 && k.n <= PROTO_BIN_KEY_MAX);
 	CHECK(proto_bin_key_ok(k.p, k.n));
-	for (uint32_t i = 0; i < k.n; i++) {
-		unsigned char c = (unsigned char)k.p[i];
-		CHECK(c != ' ' && c != '\n' && c != '\0');
+	/* Any bytes are a key; as text replies spell it, it is a text key
+	 * or base64 that decodes back to the same bytes. */
+	spelled_n = proto_text_key(spelled, k.p, k.n, false, &b64);
+	if (b64) {
+		CHECK(!proto_key_ok(k.p, k.n));
+		CHECK(proto_base64_decode(spelled, spelled_n, raw) == k.n);
+		CHECK(memcmp(raw, k.p, k.n) == 0);
+	} else {
+		CHECK(proto_key_ok(k.p, k.n));
+		CHECK(spelled_n == k.n && memcmp(spelled, k.p, k.n) == 0);
 	}
 	sink += touch_bytes(body, n, k);
 }

@@ -499,7 +499,9 @@ Test(binary, mget)
 {
 	struct proto_bin_req r;
 	struct proto_bin_bytes k;
+	char big[251];
 
+	memset(big, 'b', sizeof(big));
 	req_begin(PROTO_OP_MGET, 8, 1);
 	msgpack_pack_array(&pk, 3);
 	pack_str("a");
@@ -525,7 +527,7 @@ Test(binary, mget)
 	msgpack_pack_array(&pk, 6);
 	pack_str("");
 	msgpack_pack_uint32(&pk, 5);
-	pack_str("a b");
+	pack_bin(big, 251);
 	msgpack_pack_nil(&pk);
 	pack_str("fine");
 	pack_str("x\x7f");
@@ -973,26 +975,58 @@ Test(binary, keys)
 	bad_key_everywhere(k, 250, PROTO_ST_OK);
 	bad_key_everywhere(k, 251, PROTO_ST_BAD_KEY);
 	bad_key_everywhere(k, 0, PROTO_ST_BAD_KEY);
-	bad_key_everywhere("a b", 3, PROTO_ST_BAD_KEY);
-	bad_key_everywhere(" ", 1, PROTO_ST_BAD_KEY);
-	bad_key_everywhere("x\0y", 3, PROTO_ST_BAD_KEY);
-	bad_key_everywhere("x\r\n", 3, PROTO_ST_BAD_KEY);
-	bad_key_everywhere("\n", 1, PROTO_ST_BAD_KEY);
-	/* control and high bytes are allowed, as in the text protocol */
+	/* any byte is a key byte, those the text protocol refuses too */
+	bad_key_everywhere("a b", 3, PROTO_ST_OK);
+	bad_key_everywhere(" ", 1, PROTO_ST_OK);
+	bad_key_everywhere("x\0y", 3, PROTO_ST_OK);
+	bad_key_everywhere("\0", 1, PROTO_ST_OK);
+	bad_key_everywhere("x\r\n", 3, PROTO_ST_OK);
+	bad_key_everywhere("\n", 1, PROTO_ST_OK);
 	bad_key_everywhere("a\x7f", 2, PROTO_ST_OK);
 	bad_key_everywhere("\x7f", 1, PROTO_ST_OK);
 	bad_key_everywhere("\x01\t\r", 3, PROTO_ST_OK);
 	bad_key_everywhere("\x80\xff", 2, PROTO_ST_OK);
 	for (int c = 0; c < 256; c++) {
-		char one = (char)c;
+		char one = (char)c, mid[3] = { 'a', (char)c, 'b' };
 
-		cr_assert_eq(proto_bin_key_ok(&one, 1),
-			     c != ' ' && c != '\n' && c != 0, "byte 0x%02x", c);
-		cr_assert_eq(proto_bin_key_ok(&one, 1), proto_key_ok(&one, 1));
+		cr_assert(proto_bin_key_ok(&one, 1), "byte 0x%02x", c);
+		cr_assert(proto_bin_key_ok(mid, 3), "byte 0x%02x", c);
+		bad_key_everywhere(&one, 1, PROTO_ST_OK);
+		bad_key_everywhere(mid, 3, PROTO_ST_OK);
 	}
+	/* the text protocol's rule stays memcached's */
+	cr_assert_not(proto_key_ok("a b", 3));
+	cr_assert_not(proto_key_ok("a\0b", 3));
+	cr_assert_not(proto_key_ok("a\nb", 3));
 	cr_assert(proto_bin_key_ok(k, 250));
 	cr_assert_not(proto_bin_key_ok(k, 251));
 	cr_assert_not(proto_bin_key_ok(k, 0));
+	cr_assert_not(proto_bin_key_ok(NULL, 0));
+	memset(k, 0, sizeof(k));
+	bad_key_everywhere(k, 250, PROTO_ST_OK);
+	bad_key_everywhere(k, 251, PROTO_ST_BAD_KEY);
+}
+
+/* An mget's keys follow the same rule, one by one. */
+Test(binary, mget_binary_keys)
+{
+	static const char *const keys[] = { "a b", "\0", "x\ny", "" };
+	static const size_t lens[] = { 3, 1, 3, 0 };
+	struct proto_bin_req r;
+	struct proto_bin_bytes b;
+
+	req_begin(PROTO_OP_MGET, 9, 1);
+	msgpack_pack_array(&pk, 4);
+	for (int i = 0; i < 4; i++)
+		pack_bin(keys[i], lens[i]);
+	finish();
+	expect_ok(&r);
+	cr_assert_eq(r.nkeys, 4);
+	for (uint32_t i = 0; i < 3; i++) {
+		cr_assert(proto_bin_mget_key(&r, i, &b));
+		assert_bytes(b, keys[i], lens[i]);
+	}
+	cr_assert_not(proto_bin_mget_key(&r, 3, &b));
 }
 
 Test(binary, key_as_str_250_and_251)
@@ -2157,7 +2191,7 @@ Test(binary, meta_malformed_maps)
 
 		/* a bad key is BAD_KEY whatever the options */
 		req_begin(op, 6, 2 + set);
-		pack_str("a b");
+		pack_str("");
 		if (set)
 			pack_bin("v", 1);
 		msgpack_pack_map(&pk, 0);

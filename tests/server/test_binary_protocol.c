@@ -134,7 +134,7 @@ Test(binary, set_get_and_errors_in_order)
 	req_key(PROTO_OP_GET, 3, "missing");
 	req_key(PROTO_OP_DELETE, 4, "k");
 	req_key(PROTO_OP_DELETE, 5, "k");
-	req_key(PROTO_OP_GET, 6, "bad key");
+	req_key(PROTO_OP_GET, 6, "");
 	req_key(PROTO_OP_NOOP, 7, NULL);
 	flush();
 	r = read_reply(1);
