@@ -92,8 +92,9 @@ struct rhkv_options {
 	 * found out by an idle handle too. Default 15; 0: off. */
 	int keepalive_s;
 	/* Prepended to every key on the wire (a namespace: "app1:"), copied
-	 * by rhkv_connect(); callers name keys without it. The prefix counts
-	 * towards the 250-byte key limit. NULL: none. */
+	 * by rhkv_connect(); callers name keys without it, and scans see the
+	 * namespace only (its keys given back without the prefix). The
+	 * prefix counts towards the 250-byte key limit. NULL: none. */
 	const char *key_prefix;
 	/* A pipeline sends its queued frames once they pass this many bytes,
 	 * reading replies as they come, so that a pipeline of any length

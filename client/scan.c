@@ -39,7 +39,8 @@ static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
 	/* sizeof(char *) keeps the lengths after the pointers aligned */
 	bytes = (size_t)m * (sizeof(char *) + sizeof(size_t));
 	for (uint32_t k = 0; k < m; k++) {
-		if (!rhkv__pl_bytes(&ks[k], &p, &n))
+		/* the match made every key start with the handle's prefix */
+		if (!rhkv__pl_bytes(&ks[k], &p, &n) || n < c->prefix_len)
 			return RHKV_EPROTO;
 		bytes += (size_t)n + 1;
 	}
@@ -54,6 +55,8 @@ static int on_scan(rhkv *c, void *ctx, size_t i, uint32_t status,
 	o = (char *)(s->klens + m);
 	for (uint32_t k = 0; k < m; k++) {
 		rhkv__pl_bytes(&ks[k], &p, &n);
+		p += c->prefix_len; /* callers name keys without it */
+		n -= (uint32_t)c->prefix_len;
 		memcpy(o, p, n);
 		o[n] = '\0';
 		s->keys[k] = o;
@@ -76,7 +79,22 @@ static int pack_scan(rhkv *c, uint64_t id, uint64_t cursor, unsigned int count,
 	proto_bin_pack_request_head(pk, PROTO_OP_SCAN, id, 3);
 	e |= msgpack_pack_uint64(pk, cursor);
 	e |= msgpack_pack_uint32(pk, count);
-	if (match) {
+	if (c->prefix_len) {
+		/* the handle's namespace: its prefix, literal, then the match */
+		const char *prefix = c->opt.key_prefix;
+		const char *rest = match ? match : "*";
+		size_t len = strlen(rest);
+
+		for (size_t i = 0; i < c->prefix_len; i++)
+			len += 1 + (strchr("*?[]\\", prefix[i]) != NULL);
+		e |= msgpack_pack_str(pk, len);
+		for (size_t i = 0; i < c->prefix_len; i++) {
+			if (strchr("*?[]\\", prefix[i]))
+				e |= msgpack_pack_str_body(pk, "\\", 1);
+			e |= msgpack_pack_str_body(pk, &prefix[i], 1);
+		}
+		e |= msgpack_pack_str_body(pk, rest, strlen(rest));
+	} else if (match) {
 		e |= msgpack_pack_str(pk, strlen(match));
 		e |= msgpack_pack_str_body(pk, match, strlen(match));
 	} else {

@@ -269,3 +269,40 @@ Test(conn, errstr_follows_the_last_call)
 	OK(rhkv_ping(c));
 	cr_assert_str_eq(rhkv_errstr(c), "");
 }
+
+/* A scan through a prefixed handle sees its namespace only, keys named
+ * without the prefix (glob characters in the prefix are literal). */
+Test(conn, key_prefix_scan)
+{
+	struct rhkv_options o;
+	const char *key;
+	size_t klen;
+	rhkv_scan_iter *it;
+	rhkv *plain;
+	int n = 0, rc;
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	plain = cl_connect(srv.port, 1000);
+	OK(rhkv_set(plain, "a*:x", 4, "1", 1, 0, 0, NULL));
+	OK(rhkv_set(plain, "ab:y", 4, "1", 1, 0, 0, NULL));
+	OK(rhkv_set(plain, "a*:zz", 5, "1", 1, 0, 0, NULL));
+	rhkv_options_init(&o);
+	o.key_prefix = "a*:";
+	OK(rhkv_connect(&c, "127.0.0.1", srv.port, &o));
+	OK(rhkv_scan_open(c, NULL, 100, &it));
+	while ((rc = rhkv_scan_next(it, &key, &klen)) == 1) {
+		cr_assert(klen == 1 ? memcmp(key, "x", 1) == 0
+				    : klen == 2 && memcmp(key, "zz", 2) == 0,
+			  "%.*s", (int)klen, key);
+		n++;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(n, 2);
+	rhkv_scan_end(it);
+	OK(rhkv_scan_open(c, "z*", 100, &it));
+	cr_assert_eq(rhkv_scan_next(it, &key, &klen), 1);
+	cr_assert_eq(klen, 2);
+	cr_assert_eq(rhkv_scan_next(it, &key, &klen), 0);
+	rhkv_scan_end(it);
+	rhkv_close(plain);
+}
