@@ -37,6 +37,7 @@ void rhkv_options_init(struct rhkv_options *o)
 	o->keepalive_s = 15;
 	o->key_prefix = NULL;
 	o->send_budget = 0;
+	o->down_ms = 0;
 }
 
 /* The strings of struct rhkv_options, for copying and freeing them all. */
@@ -235,6 +236,11 @@ int rhkv__connect_start(rhkv *c)
 	if (!c->host || !*c->host || !c->rbuf)
 		return rhkv__fail(c, RHKV_EINVAL, "the handle was not made");
 	rhkv__settle(c);
+	if (c->down_until && rhkv__now_ms() < c->down_until)
+		return rhkv__fail(c, RHKV_ECONN,
+				  "the server failed less than %d ms ago",
+				  c->opt.down_ms);
+	c->down_until = 0;
 	c->roff = c->rlen = 0;
 	c->item_max = 0;
 	if (c->opt.tls && !c->tls_ctx) {
@@ -438,7 +444,7 @@ static int make(rhkv **out, const char *host, int port,
 	c->prefix_len = c->opt.key_prefix ? strlen(c->opt.key_prefix) : 0;
 	if (!host || !*host || port < 0 || port > 65535 ||
 	    c->opt.connect_timeout_ms < 0 || c->opt.io_timeout_ms < 0 ||
-	    c->opt.keepalive_s < 0)
+	    c->opt.keepalive_s < 0 || c->opt.down_ms < 0)
 		why = "bad host, port, timeout or keepalive";
 	/* a unix socket has no name to check the certificate against */
 	else if (c->opt.tls && host[0] == '/' && !c->opt.tls_server_name &&

@@ -77,6 +77,8 @@ int rhkv__drop(rhkv *c, int err, const char *fmt, ...)
 	/* the first error is the one its commands fail with */
 	if (!c->drop_err && c->pq_len)
 		c->drop_err = err;
+	if (c->opt.down_ms > 0 && (err == RHKV_ETIMEDOUT || err == RHKV_ECONN))
+		c->down_until = rhkv__now_ms() + c->opt.down_ms;
 	rhkv__disconnect(c);
 	va_start(ap, fmt);
 	vrecord(c, err, fmt, ap);

@@ -100,6 +100,7 @@ struct rhkv {
 				  its pending commands fail at the next safe
 				  point (rhkv__settle) */
 	int in_callback;       /* > 0: inside a reply callback */
+	long long down_until;  /* opt.down_ms: fail fast until then */
 	struct rhkv_event_hooks hooks; /* an event loop's, or zero */
 	int told_fd, told_wants;       /* what hooks.update heard last */
 	struct proto_bin_decoder dec;  /* replies; its zone lives with c */

@@ -96,6 +96,12 @@ struct rhkv_options {
 	 * namespace only (its keys given back without the prefix). The
 	 * prefix counts towards the 250-byte key limit. NULL: none. */
 	const char *key_prefix;
+	/* After the connection was dropped for a timeout or a lost server,
+	 * commands fail at once with RHKV_ECONN for this many milliseconds
+	 * instead of each waiting out its own timeout against a server that
+	 * hangs (a thread pool's calls would otherwise queue behind it).
+	 * Default 0: every command tries again. */
+	int down_ms;
 	/* A pipeline sends its queued frames once they pass this many bytes,
 	 * reading replies as they come, so that a pipeline of any length
 	 * holds about this much request data. Default 1 MiB; 0: the

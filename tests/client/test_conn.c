@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -305,4 +306,30 @@ Test(conn, key_prefix_scan)
 	cr_assert_eq(rhkv_scan_next(it, &key, &klen), 0);
 	rhkv_scan_end(it);
 	rhkv_close(plain);
+}
+
+/* down_ms: after a timeout, calls fail at once instead of each waiting
+ * for the hung server; once the time has passed they try again. */
+Test(conn, down_ms_fails_fast_after_a_timeout)
+{
+	struct rhkv_options o;
+	struct rhkv_value v;
+	long long t0, took;
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	rhkv_options_init(&o);
+	o.io_timeout_ms = 200;
+	o.down_ms = 500;
+	OK(rhkv_connect(&c, "127.0.0.1", srv.port, &o));
+	cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+	ERR(rhkv_get(c, "k", 1, &v), RHKV_ETIMEDOUT);
+	for (int i = 0; i < 20; i++) {
+		t0 = h_now_ms();
+		ERR(rhkv_get(c, "k", 1, &v), RHKV_ECONN);
+		took = h_now_ms() - t0;
+		cr_assert_lt(took, 100, "waited %lld ms", took);
+	}
+	cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+	h_sleep_ms(600);
+	ERR(rhkv_get(c, "k", 1, &v), RHKV_ENOTFOUND);
 }
