@@ -331,8 +331,11 @@ int rhkv__io(rhkv *c, bool can_read, bool can_write)
 	}
 	if (can_write && unsent(c))
 		rc = flush(c);
-	/* OpenSSL may hold decrypted bytes that poll() cannot see */
 	if (rc == 0 && (can_read || rhkv__tls_pending(c)))
+		rc = read_some(c, false);
+	/* OpenSSL may hold decrypted bytes that poll() cannot see: an event
+	 * loop would wait for them in vain, so they are taken now */
+	while (rc == 0 && c->fd >= 0 && rhkv__tls_pending(c))
 		rc = read_some(c, false);
 	/* a TLS write that waited for a read may go on now */
 	if (rc == 0 && c->ssl && can_read && unsent(c))

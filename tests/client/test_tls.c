@@ -364,3 +364,51 @@ Test(tls, bad_options)
 	o.tls_key_file = cli_key; /* not the certificate's */
 	ERR(connect_to("127.0.0.1", 1, &o), RHKV_ETLS);
 }
+
+/* The non-blocking core over TLS: a handle made without connecting does
+ * its handshake from the loop's events, then many commands with large
+ * values in flight at once, replies in TLS records of any size. */
+struct tls_async {
+	int n, bad;
+	size_t vlen;
+};
+
+static void on_tls_reply(rhkv *h, const struct rhkv_result *r, void *arg)
+{
+	struct tls_async *t = arg;
+
+	(void)h;
+	t->bad += r->status != 0 || (r->op == RHKV_OP_GET &&
+				     (r->len != t->vlen || r->data[0] != 'q'));
+	t->n++;
+}
+
+Test(tls, non_blocking_handshake_and_commands)
+{
+	struct rhkv_options o = tls_opts(ca);
+	struct tls_async t = { .vlen = 70000 };
+	char *val = malloc(t.vlen);
+	char key[16];
+
+	memset(val, 'q', t.vlen);
+	start(0, "none");
+	o.io_timeout_ms = 20000;
+	cr_assert_eq(rhkv_new(&c, "127.0.0.1", tls_ports[0], &o), 0);
+	for (int i = 0; i < 200; i++) {
+		struct rhkv_cmd set = { .op = RHKV_OP_SET,
+					.key = key,
+					.val = val,
+					.vlen = t.vlen };
+		struct rhkv_cmd get = { .op = RHKV_OP_GET, .key = key };
+
+		set.klen = get.klen =
+			(size_t)snprintf(key, sizeof(key), "t%d", i % 20);
+		OK(rhkv_send(c, &set, on_tls_reply, &t));
+		OK(rhkv_send(c, &get, on_tls_reply, &t));
+	}
+	OK(rhkv_poll_wait(&c, 1));
+	cr_assert_eq(t.n, 400);
+	cr_assert_eq(t.bad, 0);
+	OK(rhkv_ping(c));
+	free(val);
+}
