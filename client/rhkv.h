@@ -21,6 +21,15 @@
  * RHKV_ETIMEDOUT the caller cannot know whether a write took effect, and
  * decides whether to repeat it. With TLS (struct rhkv_options), a server
  * whose certificate does not verify is refused with RHKV_ETLS.
+ *
+ * Three uses, each an example program that the test suite builds and runs
+ * (client/examples/ in the source tree):
+ *   - an event-loop service (event_loop.c): rhkv_new(), an adapter
+ *     (rhkv_libevent.h, or rhkv_poll()), rhkv_send() with callbacks;
+ *   - a batch job (batch_job.c): a streaming pipeline
+ *     (rhkv_pipeline_stream()) of any length in bounded memory;
+ *   - a multi-threaded service (pooled_service.c): a pool of clusters
+ *     (rhkv_pool_new_cluster()), each request checking one out.
  */
 #ifndef RHKV_H
 #define RHKV_H
