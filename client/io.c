@@ -454,6 +454,7 @@ static int poll_once(rhkv *c)
 /* One step of a blocking wait. */
 static int wait_step(rhkv *c)
 {
+	long long left;
 	int rc;
 
 	if (c->state == RHKV__READY && unsent(c)) {
@@ -461,8 +462,12 @@ static int wait_step(rhkv *c)
 		if (rc || unsent(c))
 			return rc ? rc : poll_once(c);
 	}
-	if (c->state == RHKV__READY && !c->ssl) {
-		/* the common case: the wait is recv()'s own */
+	left = rhkv__deadline_left(c, rhkv__now_ms());
+	if (c->state == RHKV__READY && !c->ssl &&
+	    (left < 0 || left + 2 >= c->opt.io_timeout_ms)) {
+		/* the common case: the wait is recv()'s own (its timeout is
+		 * the whole I/O timeout: once part of it has passed, poll()
+		 * waits for exactly the rest) */
 		rc = read_some(c, true);
 		if (rc == 0 && c->fd >= 0)
 			rc = rhkv__expire(c, rhkv__now_ms());

@@ -82,8 +82,9 @@ static void rhkv_libevent__update(void *data, int fd, int wants)
 		event_add(a->wev, NULL);
 	else
 		event_del(a->wev);
-	/* a deadline may run from now: the timer re-arms itself until none */
-	if (wants && !evtimer_pending(a->timer, NULL))
+	/* the nearest deadline may have changed (a connect done, commands
+	 * queued): the timer follows it, and re-arms itself until none */
+	if (wants)
 		rhkv_libevent__arm(a, rhkv_timeout_ms(a->c));
 }
 
