@@ -345,8 +345,15 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
  * connect_timeout_ms.
  *
  * Rules: callbacks may queue new commands (on any handle) but must not
- * make blocking calls on their own handle or close it; values in a
- * struct rhkv_result live until the callback returns (copy what you keep).
+ * make blocking calls on their own handle (those return RHKV_EINVAL
+ * there) or close it; values in a struct rhkv_result live until the
+ * callback returns (copy what you keep). The key operations, the meta
+ * commands, flush_all and noop have a non-blocking form (enum rhkv_op);
+ * stats, version and scans are blocking calls only (they are rare and
+ * their replies are built into allocated arrays). Values above 1 MiB need
+ * the server's item size limit known first (any blocking store of one
+ * asks it), since a longer frame than the server takes closes the
+ * connection.
  */
 
 /* Operations of struct rhkv_cmd. */
