@@ -142,7 +142,6 @@ void rhkv__deliver(rhkv *c, const struct rhkv__pending *p, uint32_t status,
 {
 	struct rhkv_result res = { .op = (int)p->op, .index = p->index };
 	struct rhkv_meta m;
-	uint32_t n;
 
 	if (proto_bin_op_is_meta(wire_op((int)p->op)) &&
 	    rhkv__meta_has_result(status)) {
@@ -158,24 +157,8 @@ void rhkv__deliver(rhkv *c, const struct rhkv__pending *p, uint32_t status,
 		call(c, p, &res);
 		return;
 	}
-	switch (p->op) {
-	case RHKV_OP_GET:
-	case RHKV_OP_GAT:
-		if (!rhkv__pl_value(payload, &res.flags, &res.data, &n,
-				    &res.cas))
-			res.status = RHKV_EPROTO;
-		res.len = n;
-		break;
-	case RHKV_OP_DELETE:
-	case RHKV_OP_TOUCH:
-	case RHKV_OP_FLUSH_ALL:
-	case RHKV_OP_NOOP:
-		break; /* nil: anything is accepted */
-	default:       /* stores and arithmetic: a number */
-		if (!rhkv__pl_uint(payload, &res.number))
-			res.status = RHKV_EPROTO;
-		break;
-	}
+	if (!rhkv__pl_result(wire_op((int)p->op), payload, &res))
+		res.status = RHKV_EPROTO;
 	call(c, p, &res);
 }
 

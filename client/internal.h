@@ -142,6 +142,11 @@ bool rhkv__pl_stat(const msgpack_object *o, const char **p, uint32_t *n,
 bool rhkv__pl_scan(const msgpack_object *o, uint64_t *cursor,
 		   const msgpack_object **keys, uint32_t *n);
 
+/* The OK payload of a non-meta op (a wire op) into r: a value (data
+ * pointing into the payload), a number, or nothing. */
+bool rhkv__pl_result(uint32_t op, const msgpack_object *o,
+		     struct rhkv_result *r);
+
 /* Maps a non-OK status to RHKV_E*, records it (a string payload, the
  * server's message, goes to errstr) and returns the code. */
 int rhkv__status(rhkv *c, uint32_t status, const msgpack_object *payload);

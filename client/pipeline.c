@@ -91,37 +91,26 @@ static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,
 {
 	rhkv_pipeline *p = ctx;
 	struct cmd *cmd = &p->cmds[i];
-	const char *v;
-	uint32_t flags, n;
+	struct rhkv_result r = { 0 };
 
 	if (status != PROTO_ST_OK) {
 		cmd->rc = rhkv__status(c, status, payload);
 		return 0;
 	}
-	switch (cmd->op) {
-	case PROTO_OP_GET:
-	case PROTO_OP_GAT:
-		if (!rhkv__pl_value(payload, &flags, &v, &n, &cmd->val.cas))
-			return RHKV_EPROTO;
-		cmd->val.data = malloc((size_t)n + 1);
+	if (!rhkv__pl_result(cmd->op, payload, &r))
+		return RHKV_EPROTO;
+	cmd->number = r.number;
+	if (r.data) {
+		cmd->val.data = malloc(r.len + 1);
 		if (!cmd->val.data) {
 			cmd->rc = RHKV_ENOMEM;
 			return 0;
 		}
-		memcpy(cmd->val.data, v, n);
-		cmd->val.data[n] = '\0';
-		cmd->val.len = n;
-		cmd->val.flags = flags;
-		break;
-	case PROTO_OP_DELETE:
-	case PROTO_OP_TOUCH:
-	case PROTO_OP_FLUSH_ALL:
-	case PROTO_OP_NOOP:
-		break; /* nil: anything is accepted */
-	default:       /* stores and arithmetic: a number */
-		if (!rhkv__pl_uint(payload, &cmd->number))
-			return RHKV_EPROTO;
-		break;
+		memcpy(cmd->val.data, r.data, r.len);
+		cmd->val.data[r.len] = '\0';
+		cmd->val.len = r.len;
+		cmd->val.flags = r.flags;
+		cmd->val.cas = r.cas;
 	}
 	cmd->rc = 0;
 	return 0;

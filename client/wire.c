@@ -82,6 +82,31 @@ bool rhkv__pl_scan(const msgpack_object *o, uint64_t *cursor,
 	return true;
 }
 
+bool rhkv__pl_result(uint32_t op, const msgpack_object *o,
+		     struct rhkv_result *r)
+{
+	uint32_t n;
+
+	switch (op) {
+	case PROTO_OP_GET:
+	case PROTO_OP_GETS:
+	case PROTO_OP_GAT:
+		if (!rhkv__pl_value(o, &r->flags, &r->data, &n, &r->cas))
+			return false;
+		if (!r->data) /* msgpack's empty bin: a hit all the same */
+			r->data = "";
+		r->len = n;
+		return true;
+	case PROTO_OP_DELETE:
+	case PROTO_OP_TOUCH:
+	case PROTO_OP_FLUSH_ALL:
+	case PROTO_OP_NOOP:
+		return true; /* nil: anything is accepted */
+	default:	     /* stores and arithmetic: a number */
+		return rhkv__pl_uint(o, &r->number);
+	}
+}
+
 /* ---- encoding ---- */
 
 static uint32_t nargs(uint32_t op, const struct rhkv__req *r)

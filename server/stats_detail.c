@@ -161,7 +161,13 @@ void stats_detail_dump(struct server *srv, const struct stats_sink *k)
 			.s = value
 		};
 
-		size_t kn = proto_text_key(name, e->p, e->n, false, &b64);
+		size_t kn = 0;
+
+		/* the empty prefix (keys without the delimiter) is no key:
+		 * it prints as nothing, as memcached prints it */
+		b64 = false;
+		if (e->n)
+			kn = proto_text_key(name, e->p, e->n, false, &b64);
 
 		memcpy(name + kn, b64 ? " b" : "", b64 ? 3 : 1);
 		snprintf(value, sizeof(value),

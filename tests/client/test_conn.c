@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -315,6 +316,7 @@ Test(conn, down_ms_fails_fast_after_a_timeout)
 	struct rhkv_options o;
 	struct rhkv_value v;
 	long long t0, took;
+	int st;
 
 	cr_assert_eq(srv_start(&srv, NULL), 0);
 	rhkv_options_init(&o);
@@ -322,6 +324,8 @@ Test(conn, down_ms_fails_fast_after_a_timeout)
 	o.down_ms = 500;
 	OK(rhkv_connect(&c, "127.0.0.1", srv.port, &o));
 	cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+	/* stopped for sure (kill returns before every thread has) */
+	cr_assert_eq(waitpid(srv.pid, &st, WUNTRACED), srv.pid);
 	ERR(rhkv_get(c, "k", 1, &v), RHKV_ETIMEDOUT);
 	for (int i = 0; i < 20; i++) {
 		t0 = h_now_ms();
