@@ -158,14 +158,29 @@ static double mean_us(const uint64_t *v, size_t n)
 }
 
 /* Sorts v and prints the latency figures of one variant. */
+/* This thread's CPU time: what the client itself spends per operation,
+ * apart from waiting for the server. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sorts v and prints the latency figures of one variant; cpu: the
+ * client's CPU time over all n + errors operations. */
 static void report_latency(const char *test, const char *variant, uint64_t *v,
-			   size_t n, size_t errors, const char *extra)
+			   size_t n, size_t errors, uint64_t cpu,
+			   const char *extra)
 {
 	qsort(v, n, sizeof(*v), cmp_u64);
 	printf("test=%s variant=%s round=%d n=%zu p50_us=%.1f p99_us=%.1f "
-	       "mean_us=%.1f errors=%zu%s%s\n",
+	       "mean_us=%.1f client_cpu_us=%.2f errors=%zu%s%s\n",
 	       test, variant, opt.round, n, pct_us(v, n, 50), pct_us(v, n, 99),
-	       mean_us(v, n), errors, extra ? " " : "", extra ? extra : "");
+	       mean_us(v, n),
+	       n + errors ? (double)cpu / 1000.0 / (double)(n + errors) : 0,
+	       errors, extra ? " " : "", extra ? extra : "");
 	fflush(stdout);
 }
 
@@ -312,6 +327,7 @@ static void bench_get(void)
 	void *mc = NULL;
 	uint64_t *lat[GET_VARIANTS];
 	size_t n[GET_VARIANTS] = { 0 }, err[GET_VARIANTS] = { 0 };
+	uint64_t cpu[GET_VARIANTS] = { 0 };
 	int nv = 2;
 	char key[64], val[GET_VSIZE];
 
@@ -349,11 +365,13 @@ static void bench_get(void)
 			int v = (int)((pass + (size_t)k) % (size_t)nv);
 
 			for (size_t i = 0; i < m; i++) {
-				uint64_t t;
+				uint64_t t, c0;
 
 				key_of(key, sizeof(key),
 				       "cb:g:", (done + i) % GET_KEYS);
+				c0 = cpu_ns();
 				t = get_once(v, c[v], mc, key);
+				cpu[v] += cpu_ns() - c0;
 				if (t)
 					lat[v][n[v]++] = t;
 				else
@@ -363,7 +381,8 @@ static void bench_get(void)
 		done += m;
 	}
 	for (int v = 0; v < nv; v++)
-		report_latency("get", names[v], lat[v], n[v], err[v], NULL);
+		report_latency("get", names[v], lat[v], n[v], err[v], cpu[v],
+			       NULL);
 	for (int v = 0; v < GET_VARIANTS; v++) {
 		rhkv_close(c[v]);
 		free(lat[v]);
@@ -783,6 +802,7 @@ static void run_mgets(const char *test, struct mget_ctx *x,
 {
 	uint64_t *lat[8];
 	size_t err[8] = { 0 }, n[8] = { 0 };
+	uint64_t cpu[8] = { 0 };
 	char extra[64];
 
 	for (int k = 0; k < nv; k++) {
@@ -802,10 +822,11 @@ static void run_mgets(const char *test, struct mget_ctx *x,
 		for (int j = 0; j < nv; j++) {
 			int k = (int)((it + (size_t)opt.round + (size_t)j) %
 				      (size_t)nv);
-			uint64_t t0 = now_ns(), t1;
+			uint64_t c0 = cpu_ns(), t0 = now_ns(), t1;
 			size_t hits = mget_once(vs[k], x);
 
 			t1 = now_ns();
+			cpu[k] += cpu_ns() - c0;
 			if (hits == opt.mget_keys)
 				lat[k][n[k]++] = t1 - t0;
 			else
@@ -815,7 +836,8 @@ static void run_mgets(const char *test, struct mget_ctx *x,
 	snprintf(extra, sizeof(extra), "keys=%zu servers=%zu", opt.mget_keys,
 		 strcmp(test, "cluster") ? (size_t)1 : nservers);
 	for (int k = 0; k < nv; k++) {
-		report_latency(test, names[k], lat[k], n[k], err[k], extra);
+		report_latency(test, names[k], lat[k], n[k], err[k], cpu[k],
+			       extra);
 		free(lat[k]);
 	}
 }
