@@ -46,6 +46,8 @@
  *                      protocol),
  *                      plain (one round trip per set); default
  *                      buffered,binary
+ *   --variants LIST    only the variants named (e.g. rhkv_cluster_mget, to
+ *                      profile one alone); default all
  *   --round R          printed in each line; also rotates the variants'
  *                      order so that none always runs first
  */
@@ -81,6 +83,7 @@ static struct {
 	const char *only;
 	size_t gets, sets, set_size, batch, mget_keys, mget_iters;
 	const char *mc_set;
+	const char *variants; /* NULL: all */
 	int round;
 } opt = {
 	.only = "get,set,mget1,cluster",
@@ -116,19 +119,30 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static bool wanted(const char *test)
+/* Whether name is in the comma-separated list. */
+static bool listed(const char *list, const char *name)
 {
-	size_t n = strlen(test);
+	size_t n = strlen(name);
 
-	for (const char *p = opt.only; *p;) {
+	for (const char *p = list; *p;) {
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
 
-		if (len == n && !strncmp(p, test, n))
+		if (len == n && !strncmp(p, name, n))
 			return true;
 		p += len + (e != NULL);
 	}
 	return false;
+}
+
+static bool wanted(const char *test)
+{
+	return listed(opt.only, test);
+}
+
+static bool variant_wanted(const char *name)
+{
+	return !opt.variants || listed(opt.variants, name);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -328,7 +342,7 @@ static void bench_get(void)
 	uint64_t *lat[GET_VARIANTS];
 	size_t n[GET_VARIANTS] = { 0 }, err[GET_VARIANTS] = { 0 };
 	uint64_t cpu[GET_VARIANTS] = { 0 };
-	int nv = 2;
+	int nv = 2, act[GET_VARIANTS], na = 0;
 	char key[64], val[GET_VSIZE];
 
 	/* a handle per variant: none inherits another's buffers */
@@ -342,6 +356,9 @@ static void bench_get(void)
 	mc = mc_new(1, &servers[0]);
 	nv = 3;
 #endif
+	for (int v = 0; v < nv; v++)
+		if (variant_wanted(names[v]))
+			act[na++] = v;
 	for (size_t i = 0; i < GET_KEYS; i++) {
 		key_of(key, sizeof(key), "cb:g:", i);
 		fill_value(val, sizeof(val), i);
@@ -349,20 +366,20 @@ static void bench_get(void)
 			     NULL))
 			die("set: %s", rhkv_errstr(c[0]));
 	}
-	for (int v = 0; v < nv; v++)
+	for (int a = 0; a < na; a++)
 		for (size_t i = 0; i < GET_WARM_UP; i++) {
 			key_of(key, sizeof(key), "cb:g:", i % GET_KEYS);
-			if (!get_once(v, c[v], mc, key))
-				die("%s: warm-up get failed", names[v]);
+			if (!get_once(act[a], c[act[a]], mc, key))
+				die("%s: warm-up get failed", names[act[a]]);
 		}
 	/* chunks in turn, the first variant of each pass rotating */
-	for (size_t done = 0, pass = (size_t)opt.round; done < opt.gets;
+	for (size_t done = 0, pass = (size_t)opt.round; na && done < opt.gets;
 	     pass++) {
 		size_t m = opt.gets - done < GET_CHUNK ? opt.gets - done
 						       : GET_CHUNK;
 
-		for (int k = 0; k < nv; k++) {
-			int v = (int)((pass + (size_t)k) % (size_t)nv);
+		for (int k = 0; k < na; k++) {
+			int v = act[(pass + (size_t)k) % (size_t)na];
 
 			for (size_t i = 0; i < m; i++) {
 				uint64_t t, c0;
@@ -380,9 +397,9 @@ static void bench_get(void)
 		}
 		done += m;
 	}
-	for (int v = 0; v < nv; v++)
-		report_latency("get", names[v], lat[v], n[v], err[v], cpu[v],
-			       NULL);
+	for (int a = 0; a < na; a++)
+		report_latency("get", names[act[a]], lat[act[a]], n[act[a]],
+			       err[act[a]], cpu[act[a]], NULL);
 	for (int v = 0; v < GET_VARIANTS; v++) {
 		rhkv_close(c[v]);
 		free(lat[v]);
@@ -622,7 +639,8 @@ static void bench_set(void)
 	for (int k = 0; k < nv; k++) {
 		int v = (opt.round + k) % nv;
 
-		set_variant(v, names[v]);
+		if (variant_wanted(names[v]))
+			set_variant(v, names[v]);
 	}
 }
 
@@ -797,13 +815,21 @@ static size_t mget_once(int v, struct mget_ctx *x)
 /* Runs variants vs[nv] interleaved (one mget each in turn, the order
  * rotating), then reports each. */
 static void run_mgets(const char *test, struct mget_ctx *x,
-		      const struct keyset *ks, const int *vs,
-		      const char *const *names, int nv)
+		      const struct keyset *ks, const int *all_vs,
+		      const char *const *all_names, int all_nv)
 {
 	uint64_t *lat[8];
 	size_t err[8] = { 0 }, n[8] = { 0 };
 	uint64_t cpu[8] = { 0 };
 	char extra[64];
+	int vs[8], nv = 0;
+	const char *names[8];
+
+	for (int k = 0; k < all_nv && nv < 8; k++)
+		if (variant_wanted(all_names[k])) {
+			vs[nv] = all_vs[k];
+			names[nv++] = all_names[k];
+		}
 
 	for (int k = 0; k < nv; k++) {
 		lat[k] = malloc(opt.mget_iters * sizeof(uint64_t));
@@ -982,7 +1008,8 @@ static void usage(int rc)
 		"[--gets N] [--sets N]\n"
 		"         [--set-size B] [--batch N] [--mget-keys N] "
 		"[--mget-iters N]\n"
-		"         [--mc-set buffered,binary,plain] [--round R] "
+		"         [--mc-set buffered,binary,plain] [--variants LIST] "
+		"[--round R] "
 		"HOST:PORT [HOST:PORT ...]\n");
 	exit(rc);
 }
@@ -1014,6 +1041,8 @@ int main(int argc, char **argv)
 				opt.mget_iters = count_arg(a, v);
 			else if (!strcmp(a, "--mc-set"))
 				opt.mc_set = v;
+			else if (!strcmp(a, "--variants"))
+				opt.variants = v;
 			else if (!strcmp(a, "--round"))
 				opt.round = (int)count_arg(a, v);
 			else
