@@ -526,26 +526,31 @@ static void sets_mc(const char *mode, const char *val, struct setrun *s)
 		set_key(key, sizeof(key), i);
 		rc = memcached_set(mc, key, strlen(key), val, opt.set_size, 0,
 				   0);
-		if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_BUFFERED)
-			s->ok++;
-		else
-			s->failed++;
+		if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_BUFFERED)
+			break;
+		s->ok++;
 		if (plain || ((i + 1) % opt.batch && i + 1 < opt.sets))
 			continue;
-		/* Buffered sets' replies are read (not checked) only by the
-		 * next command that waits for one, and not while sending:
-		 * 200k unread replies fill the socket and the server's
-		 * output, the server stops reading, and the writer stalls
-		 * until its timeout (seen here as an assertion in
-		 * libmemcached's _io_write). So, as rhkv_send_batch, wait
-		 * after every --batch sets: a get of the batch's last key
-		 * drains its replies first; the caller checks cmd_set. */
-		if (memcached_flush_buffers(mc) != MEMCACHED_SUCCESS)
-			s->failed++;
+		/* buffered sets' replies are read (not checked) by the next
+		 * command that waits for a reply: as rhkv_send_batch, wait
+		 * after every --batch sets, with a get of the batch's last
+		 * key (the caller checks cmd_set) */
+		rc = memcached_flush_buffers(mc);
+		if (rc != MEMCACHED_SUCCESS)
+			break;
 		last = memcached_get(mc, key, strlen(key), &len, &flags, &rc);
-		if (!last || len != opt.set_size || memcmp(last, val, len))
-			s->failed++;
+		if (!last || len != opt.set_size || memcmp(last, val, len)) {
+			free(last);
+			break;
+		}
 		free(last);
+	}
+	if (s->ok < opt.sets) {
+		/* stop at the first failure: libmemcached closed the
+		 * connection, and its next write would assert on it */
+		s->failed++;
+		fprintf(stderr, "libmemcached %s: set %zu: %s\n", mode, s->ok,
+			memcached_last_error_message(mc));
 	}
 	memcached_free(mc);
 }
