@@ -271,6 +271,12 @@ int rhkv_poll(rhkv *const *cs, size_t n, int max_ms)
 		return RHKV_EINVAL;
 	if (!pfd && !(pfd = calloc(n, sizeof(*pfd))))
 		return RHKV_ENOMEM;
+	/* queued frames on a ready socket go at once: a socket almost
+	 * always has room, and asking poll() first costs a system call */
+	for (size_t i = 0; i < n; i++)
+		if (cs[i] && cs[i]->state == RHKV__READY &&
+		    cs[i]->out.size > cs[i]->out_off)
+			step(cs[i], false, true);
 	for (size_t i = 0; i < n; i++) {
 		int w = cs[i] ? rhkv__wants(cs[i]) : 0;
 		long long left = w ? rhkv__deadline_left(cs[i], now) : -1;
