@@ -1,6 +1,6 @@
 /*
  * librhkv's insides, shared by its files (never installed): the handle,
- * the payload readers, the request encoder and the exchange of frames. Names
+ * the payload readers, the request encoder and the engine of io.c. Names
  * are rhkv__x (module-internal, hidden by -fvisibility=hidden); only the
  * declarations of rhkv.h get default visibility.
  */
@@ -206,7 +206,7 @@ int rhkv__options_copy(struct rhkv_options *dst,
 		       const struct rhkv_options *src);
 void rhkv__options_free(struct rhkv_options *o);
 
-/* ---- TLS (tls.c): c->ssl on c->fd, made by rhkv__tls_start ---- */
+/* ---- TLS (tls.c): c->ssl on c->fd, made by rhkv__tls_begin ---- */
 
 /* Makes c->tls_ctx from c->opt (the CAs, the client certificate). 0, or
  * RHKV_ETLS (a file that does not load) or RHKV_ENOMEM. */

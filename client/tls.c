@@ -1,8 +1,9 @@
 /*
  * TLS under a handle's connection (OpenSSL 3): the context made from the
- * handle's options at its first connect, the handshake of each connect,
- * and reads and writes on the non-blocking socket that the exchange loop
- * of io.c polls. OpenSSL reaches the socket through a BIO of ours that
+ * handle's options at its first connect, the handshake of each connect
+ * (in steps: conn.c's connect state machine runs them as the socket
+ * allows), and reads and writes on the non-blocking socket that the
+ * engine of io.c polls. OpenSSL reaches the socket through a BIO of ours that
  * sends with MSG_NOSIGNAL: its own socket BIO uses write(), which would
  * raise SIGPIPE in the caller's process when the server has gone.
  */
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- the socket BIO: recv() and send(MSG_NOSIGNAL) on the fd ---- */
