@@ -4,7 +4,8 @@
  * replies that have come meanwhile) and at exec, which waits for the last
  * reply. Results are kept per index, or, with a callback, handed over as
  * they arrive and not kept, so that a pipeline of any length holds about
- * a send budget of memory. rhkv_mget() and rhkv_mset() are pipelines.
+ * a send budget of memory. rhkv_mset() is a pipeline; rhkv_mget() sends
+ * the protocol's MGET.
  */
 #include "internal.h"
 
@@ -296,39 +297,148 @@ size_t rhkv_pipeline_buffered(const rhkv_pipeline *p)
 
 /* ---- mget, mset ---- */
 
+/*
+ * rhkv_mget is the protocol's MGET: one frame of keys per MGET_CHUNK keys,
+ * one reply frame of values each (a frame per key costs the server and
+ * the client a decode and a header per key). A chunk bounds the size of a
+ * reply frame the server builds at once. Keys that are no keys are not
+ * sent (their status is RHKV_EBADKEY).
+ */
+#define MGET_CHUNK 64
+
+struct mget {
+	const size_t *sent; /* the key index of each key sent, in order */
+	size_t nsent;
+	struct rhkv_value *out;
+	int *status;
+};
+
+static int on_mget(rhkv *c, void *ctx, size_t chunk, uint32_t st,
+		   const msgpack_object *payload)
+{
+	struct mget *m = ctx;
+	size_t first = chunk * MGET_CHUNK;
+	size_t n =
+		m->nsent - first < MGET_CHUNK ? m->nsent - first : MGET_CHUNK;
+	const msgpack_object *e;
+
+	if (st != PROTO_ST_OK) {
+		int rc = rhkv__status(c, st, payload);
+
+		for (size_t k = 0; k < n; k++)
+			m->status[m->sent[first + k]] = rc;
+		return 0;
+	}
+	if (payload->type != MSGPACK_OBJECT_ARRAY ||
+	    payload->via.array.size != n)
+		return RHKV_EPROTO;
+	e = payload->via.array.ptr;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = m->sent[first + k];
+		struct rhkv_result r = { 0 };
+
+		if (e[k].type == MSGPACK_OBJECT_NIL) {
+			m->status[i] = RHKV_ENOTFOUND;
+			continue;
+		}
+		if (!rhkv__pl_result(PROTO_OP_GET, &e[k], &r))
+			return RHKV_EPROTO;
+		m->out[i].data = malloc(r.len + 1);
+		if (!m->out[i].data) {
+			m->status[i] = RHKV_ENOMEM;
+			continue;
+		}
+		memcpy(m->out[i].data, r.data, r.len);
+		m->out[i].data[r.len] = '\0';
+		m->out[i].len = r.len;
+		m->out[i].flags = r.flags;
+		m->out[i].cas = r.cas;
+		m->status[i] = 0;
+	}
+	return 0;
+}
+
+/* The MGET frames of the sent keys into c->sb, ids from first_id. */
+static int encode_mget(rhkv *c, const char *const *keys, const size_t *klens,
+		       const struct mget *m, uint64_t first_id)
+{
+	msgpack_packer *pk = &c->pk;
+	const char *pre = c->opt.key_prefix;
+	size_t pl = c->prefix_len;
+
+	msgpack_sbuffer_clear(&c->sb);
+	for (size_t first = 0; first < m->nsent; first += MGET_CHUNK) {
+		size_t n = m->nsent - first < MGET_CHUNK ? m->nsent - first
+							 : MGET_CHUNK;
+		size_t frame = proto_bin_begin(&c->sb);
+		int e = 0;
+
+		if (frame == (size_t)-1)
+			return RHKV_ENOMEM;
+		proto_bin_pack_request_head(pk, PROTO_OP_MGET,
+					    first_id + first / MGET_CHUNK, 1);
+		e |= msgpack_pack_array(pk, (uint32_t)n);
+		for (size_t k = 0; k < n; k++) {
+			size_t i = m->sent[first + k];
+
+			e |= msgpack_pack_str(pk, pl + klens[i]);
+			if (pl)
+				e |= msgpack_pack_str_body(pk, pre, pl);
+			e |= msgpack_pack_str_body(pk, keys[i], klens[i]);
+		}
+		if (e)
+			return RHKV_ENOMEM;
+		proto_bin_end(&c->sb, frame);
+	}
+	return 0;
+}
+
 int rhkv_mget(rhkv *c, size_t n, const char *const *keys, const size_t *klens,
 	      struct rhkv_value *out, int *status)
 {
-	rhkv_pipeline *p;
-	long *idx;
-	int rc;
+	struct mget m = { .out = out };
+	size_t *sent;
+	uint64_t id;
+	int rc = 0;
 
 	if (!c || (n && (!keys || !klens || !out)))
 		return RHKV_EINVAL;
-	p = rhkv_pipeline_new(c);
-	idx = malloc((n ? n : 1) * sizeof(*idx));
-	if (!p || !idx) {
-		rhkv_pipeline_free(p);
-		free(idx);
+	sent = malloc((n ? n : 1) * sizeof(*sent));
+	m.status = status ? status : malloc((n ? n : 1) * sizeof(int));
+	if (!sent || !m.status) {
+		free(sent);
+		if (!status)
+			free(m.status);
 		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < n; i++)
-		idx[i] = rhkv_pipeline_get(p, keys[i], klens[i]);
-	rc = rhkv_pipeline_exec(p);
+	m.sent = sent;
 	for (size_t i = 0; i < n; i++) {
-		int r = idx[i] < 0 ? (int)idx[i]
-				   : rhkv_pipeline_result(p, (size_t)idx[i],
-							  &out[i]);
-
-		if (r) {
-			out[i].data = NULL;
-			out[i].len = 0;
-		}
-		if (status)
-			status[i] = r;
+		out[i] = (struct rhkv_value){ 0 };
+		m.status[i] = RHKV_EBADKEY;
+		if (keys[i] && rhkv__key_ok(c, klens[i], keys[i]))
+			sent[m.nsent++] = i;
 	}
-	rhkv_pipeline_free(p);
-	free(idx);
+	if (m.nsent) {
+		id = c->next_id;
+		c->next_id += (m.nsent + MGET_CHUNK - 1) / MGET_CHUNK;
+		rc = encode_mget(c, keys, klens, &m, id);
+		if (rc)
+			rc = rhkv__fail(c, rc, "out of memory");
+		else
+			rc = rhkv__exchange(c, c->sb.data, c->sb.size, id,
+					    (m.nsent + MGET_CHUNK - 1) /
+						    MGET_CHUNK,
+					    on_mget, &m);
+	}
+	/* keys of chunks without a reply failed with the connection */
+	for (size_t k = 0; rc && k < m.nsent; k++)
+		if (m.status[sent[k]] == RHKV_EBADKEY) {
+			m.status[sent[k]] = rc;
+			rhkv_value_free(&out[sent[k]]);
+		}
+	free(sent);
+	if (!status)
+		free(m.status);
 	return rc;
 }
 

@@ -235,6 +235,16 @@ Test(conn, key_prefix)
 	rhkv_value_free(&v);
 	OK(rhkv_get(c, "k", 1, &v));
 	rhkv_value_free(&v);
+	/* mget encodes its keys itself: the prefix goes there too */
+	const char *mk[] = { "k", "missing" };
+	size_t ml[] = { 1, 7 };
+	struct rhkv_value mv[2];
+	int ms[2];
+	OK(rhkv_mget(c, 2, mk, ml, mv, ms));
+	cr_assert_eq(ms[0], 0);
+	cr_assert_str_eq(mv[0].data, "one");
+	cr_assert_eq(ms[1], RHKV_ENOTFOUND);
+	rhkv_value_free(&mv[0]);
 	/* pipelines and the non-blocking core go through the same encoder */
 	rhkv_pipeline *p = rhkv_pipeline_new(c);
 	cr_assert_eq(rhkv_pipeline_incr(p, "n", 1, 1), 0);
