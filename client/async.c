@@ -56,8 +56,7 @@ int rhkv__cmd_req(rhkv *c, const struct rhkv_cmd *cmd, struct rhkv__req *r,
 				 .exptime = cmd->exptime,
 				 .cas = cmd->cas,
 				 .delta = cmd->delta };
-	if (op != PROTO_OP_FLUSH_ALL && op != PROTO_OP_NOOP &&
-	    (!cmd->key || !rhkv__key_ok(c, cmd->klen, cmd->key)))
+	if (!rhkv__req_key_ok(c, r))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
 	if (!proto_bin_op_is_meta(op))
 		return 0;
@@ -88,11 +87,12 @@ int rhkv_send(rhkv *c, const struct rhkv_cmd *cmd, rhkv_callback cb, void *arg)
 	rc = rhkv__connect_start(c);
 	if (rc)
 		return rc;
-	rc = rhkv__queue(c, &r, NULL, NULL, 0, cb, arg);
+	rc = rhkv__queue(c, &r,
+			 &(struct rhkv__pending){ .cb = cb,
+						  .arg = arg,
+						  .op = (uint32_t)cmd->op });
 	if (rc)
 		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
-	/* the op is the caller's, for the result */
-	c->pq[(c->pq_head + c->pq_len - 1) % c->pq_cap].op = (uint32_t)cmd->op;
 	rhkv__notify(c);
 	return 0;
 }

@@ -268,7 +268,9 @@ int rhkv__connect_start(rhkv *c)
 				       .key = c->opt.password,
 				       .klen = strlen(c->opt.password) };
 
-		if (rhkv__queue(c, &r, on_auth, NULL, 0, NULL, NULL) == 0) {
+		if (rhkv__queue(c, &r,
+				&(struct rhkv__pending){ .fn = on_auth }) ==
+		    0) {
 			c->auth_seq = c->seq;
 		} else {
 			rc = rhkv__drop(c, RHKV_ENOMEM, "out of memory");

@@ -169,6 +169,8 @@ struct rhkv__req {
 /* Whether key (klen bytes) is a valid key once c's key prefix is put in
  * front of it. */
 bool rhkv__key_ok(const rhkv *c, size_t klen, const void *key);
+/* Whether r's key, if its op has a cache key, is one (rhkv__key_ok). */
+bool rhkv__req_key_ok(const rhkv *c, const struct rhkv__req *r);
 /* Appends r as one frame with id to sb (through pk, which writes to sb),
  * its key behind c's key prefix. 0, or RHKV_EBADKEY or RHKV_ENOMEM with
  * sb as it was. */
@@ -241,11 +243,12 @@ void rhkv__tls_end(rhkv *c, bool notify);
  */
 int rhkv__submit(rhkv *c, const char *out, size_t len, uint64_t first_id,
 		 size_t n, rhkv__reply_fn fn, void *ctx);
-/* Encodes r as one frame onto c's queue with a pending entry for it (fn,
- * ctx, index; or, fn NULL, the public callback cb/arg). 0, RHKV_EBADKEY
- * (nothing queued) or RHKV_ENOMEM. */
-int rhkv__queue(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
-		void *ctx, size_t index, rhkv_callback cb, void *arg);
+/* Encodes r as one frame onto c's queue with a pending record for it:
+ * *how with its id and seq filled in (fn, ctx, index for an internal
+ * handler; or, fn NULL, the public callback cb, arg and op). 0,
+ * RHKV_EBADKEY (nothing queued) or RHKV_ENOMEM. */
+int rhkv__queue(rhkv *c, const struct rhkv__req *r,
+		const struct rhkv__pending *how);
 /* The seq of the last command queued (wait for it with rhkv__wait). */
 static inline uint64_t rhkv__last_seq(const rhkv *c)
 {

@@ -103,21 +103,17 @@ int rhkv__submit(rhkv *c, const char *out, size_t len, uint64_t first_id,
 	return 0;
 }
 
-int rhkv__queue(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
-		void *ctx, size_t index, rhkv_callback cb, void *arg)
+int rhkv__queue(rhkv *c, const struct rhkv__req *r,
+		const struct rhkv__pending *how)
 {
-	struct rhkv__pending p = { .id = c->next_id,
-				   .seq = c->seq + 1,
-				   .fn = fn,
-				   .ctx = ctx,
-				   .index = index,
-				   .cb = cb,
-				   .arg = arg };
+	struct rhkv__pending p = *how;
 	size_t was = c->out.size;
 	int rc = rhkv__encode(c, &c->out, &c->opk, c->next_id, r);
 
 	if (rc)
 		return rc;
+	p.id = c->next_id;
+	p.seq = c->seq + 1;
 	if (pq_push(c, &p)) {
 		c->out.size = was;
 		return RHKV_ENOMEM;
@@ -545,13 +541,13 @@ int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn, void *ctx)
 		return rhkv__fail(c, RHKV_EINVAL,
 				  "a blocking call from a callback");
 	c->err[0] = '\0';
-	if (r->key && r->op != PROTO_OP_STATS && r->op != PROTO_OP_AUTH &&
-	    !rhkv__key_ok(c, r->klen, r->key))
+	/* a bad key costs no connect */
+	if (!rhkv__req_key_ok(c, r))
 		return rhkv__fail(c, RHKV_EBADKEY, "bad key");
 	rc = rhkv__ensure(c);
 	if (rc)
 		return rc;
-	rc = rhkv__queue(c, r, fn, ctx, 0, NULL, NULL);
+	rc = rhkv__queue(c, r, &(struct rhkv__pending){ .fn = fn, .ctx = ctx });
 	if (rc)
 		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
 	return rhkv__wait(c, c->seq);

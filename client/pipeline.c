@@ -170,16 +170,18 @@ long rhkv_pipeline_cmd(rhkv_pipeline *p, const struct rhkv_cmd *cmd)
 	i = take_index(p, r.op, rc);
 	if (rc || i < 0)
 		return rc ? rc : i;
-	rc = rhkv__queue(c, &r, p->cb ? NULL : on_reply, p, (size_t)i, p->cb,
-			 p->arg);
+	rc = rhkv__queue(c, &r,
+			 &(struct rhkv__pending){ .fn = p->cb ? NULL : on_reply,
+						  .ctx = p,
+						  .index = (size_t)i,
+						  .cb = p->cb,
+						  .arg = p->arg,
+						  .op = (uint32_t)cmd->op });
 	if (rc) {
 		if (!p->cb)
 			p->cmds[i].rc = rc;
 		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
 	}
-	if (p->cb)
-		c->pq[(c->pq_head + c->pq_len - 1) % c->pq_cap].op =
-			(uint32_t)cmd->op;
 	p->last_seq = c->seq;
 	/* past the budget: send, taking the replies that have come; the
 	 * replies awaited are bounded too (their records are memory) */

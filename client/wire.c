@@ -155,6 +155,13 @@ bool rhkv__key_ok(const rhkv *c, size_t klen, const void *key)
 	       proto_bin_key_ok(key, klen);
 }
 
+bool rhkv__req_key_ok(const rhkv *c, const struct rhkv__req *r)
+{
+	if (nargs(r->op, r) == 0 || !has_cache_key(r->op))
+		return true;
+	return r->key && rhkv__key_ok(c, r->klen, r->key);
+}
+
 static int pack(const rhkv *c, msgpack_packer *pk, uint64_t id,
 		const struct rhkv__req *r)
 {
@@ -217,8 +224,7 @@ int rhkv__encode(const rhkv *c, msgpack_sbuffer *sb, msgpack_packer *pk,
 	size_t was = sb->size;
 	size_t frame;
 
-	if (nargs(r->op, r) > 0 && has_cache_key(r->op) &&
-	    (!r->key || !rhkv__key_ok(c, r->klen, r->key)))
+	if (!rhkv__req_key_ok(c, r))
 		return RHKV_EBADKEY;
 	frame = proto_bin_begin(sb);
 	if (frame == (size_t)-1 || pack(c, pk, id, r) != 0) {
