@@ -20,7 +20,6 @@ struct slot {
 };
 
 struct batch {
-	rhkv_cluster *cl;
 	struct slot *slots;
 	rhkv **handles; /* the distinct servers used */
 	size_t nhandles;
@@ -60,7 +59,7 @@ static void fail_slot(struct slot *s, const struct rhkv_cmd *cmd, int err)
 int rhkv_cluster_exec(rhkv_cluster *cl, size_t n, const struct rhkv_cmd *cmds,
 		      rhkv_callback cb, void *arg)
 {
-	struct batch b = { .cl = cl };
+	struct batch b = { 0 };
 	int rc = 0;
 
 	if (!cl || (n && !cmds))

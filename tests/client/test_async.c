@@ -477,3 +477,37 @@ Test(async, empty_value_is_a_hit)
 	rhkv_value_free(&v);
 	rhkv_pipeline_free(p);
 }
+
+/* Refusals that happen before anything is queued: a value above 1 MiB
+ * while the server's limit is unknown (asking would block), a meta op in
+ * a pipeline that keeps results (it has nowhere to put them); a streaming
+ * pipeline takes the meta op. */
+Test(async, refused_before_queueing)
+{
+	struct seen s = { 0 };
+	size_t big = (1u << 20) + 1;
+	char *val = calloc(1, big);
+	struct rhkv_cmd set = { .op = RHKV_OP_SET,
+				.key = "big",
+				.klen = 3,
+				.val = val,
+				.vlen = big };
+	struct rhkv_cmd mg = { .op = RHKV_OP_META_GET, .key = "k", .klen = 1 };
+	rhkv_pipeline *p;
+
+	start(&srv);
+	c = cl_connect(srv.port, 1000);
+	ERR(rhkv_send(c, &set, record, &s), RHKV_ETOOLARGE);
+	cr_assert_eq(rhkv_pending(c), 0);
+	p = rhkv_pipeline_new(c);
+	cr_assert_eq(rhkv_pipeline_cmd(p, &mg), RHKV_EINVAL);
+	rhkv_pipeline_free(p);
+	p = rhkv_pipeline_stream(c, record, &s);
+	cr_assert_eq(rhkv_pipeline_cmd(p, &mg), 0);
+	OK(rhkv_pipeline_exec(p));
+	rhkv_pipeline_free(p);
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.r[0].status, RHKV_ENOTFOUND);
+	cr_assert_eq(s.r[0].op, RHKV_OP_META_GET);
+	free(val);
+}

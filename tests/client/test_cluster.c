@@ -826,3 +826,23 @@ Test(cluster, mget_parallel_one_killed_one_paused)
 	thaw(1);
 	rhkv_cluster_free(cl);
 }
+
+/* A batch whose server cannot be reached: every command gets its result
+ * (RHKV_ECONN), none is lost, and the call itself succeeds. */
+Test(cluster, exec_with_no_server_alive)
+{
+	const char *keys[3] = { "a", "b", "c" };
+	size_t kl[3] = { 1, 1, 1 };
+	struct rhkv_value out[3];
+	int st[3] = { 0, 0, 0 };
+	rhkv_cluster *cl;
+
+	cr_assert_eq(rhkv_cluster_new(&cl, NULL), 0);
+	cr_assert_eq(rhkv_cluster_add(cl, "127.0.0.1", cl_free_port(), 1), 0);
+	cr_assert_eq(rhkv_cluster_mget(cl, 3, keys, kl, out, st), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(st[i], RHKV_ECONN, "%s", rhkv_strerror(st[i]));
+		cr_assert_null(out[i].data);
+	}
+	rhkv_cluster_free(cl);
+}
