@@ -31,7 +31,8 @@ start_server() {
 		pid=$!
 		for _ in $(seq 100); do
 			kill -0 "$pid" 2>/dev/null || break
-			if "$cli" -p "$port" ping >/dev/null 2>&1; then
+			if "$cli" -p "$port" ping >/dev/null 2>&1 &&
+				listens "$pid" "$port"; then
 				return 0
 			fi
 			sleep 0.1
@@ -430,7 +431,8 @@ port=$(free_port)
 	>>"$tmp/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
-	"$cli" -p "$port" --auth-file "$tmp/pw" ping >/dev/null 2>&1 && break
+	"$cli" -p "$port" --auth-file "$tmp/pw" ping >/dev/null 2>&1 &&
+		listens "$pid" "$port" && break
 	sleep 0.1
 done
 expect_err auth-missing 1 "AUTH" ping

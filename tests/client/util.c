@@ -69,8 +69,10 @@ pid_t cl_start_on(int port, const char *const *extra)
 					: -1;
 
 			hc_close(&c);
-			if (got > 0)
+			if (got > 0 && h_pid_listens(pid, port))
 				return pid;
+			if (got > 0)
+				break; /* another test's server on this port */
 		}
 		h_sleep_ms(10);
 	}

@@ -131,7 +131,8 @@ for _ in 1 2 3 4 5; do
 	pid=$!
 	for _ in $(seq 100); do
 		kill -0 "$pid" 2>/dev/null || break
-		if "$root/bin/rhkv-cli" -p "$p" -t 200 ping >/dev/null 2>&1; then
+		if "$root/bin/rhkv-cli" -p "$p" -t 200 ping >/dev/null 2>&1 &&
+			listens "$pid" "$p"; then
 			port=$p
 			break 2
 		fi

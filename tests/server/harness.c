@@ -5,6 +5,7 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/ssl.h>
@@ -126,6 +127,65 @@ static SSL *tls_connect(int fd)
 		return NULL;
 	}
 	return ssl;
+}
+
+/* Adds the inode of every socket in /proc/net/tcp* listening on PORT. */
+static size_t listening_inodes(const char *table, int port,
+			       unsigned long *inodes, size_t n, size_t cap)
+{
+	FILE *f = fopen(table, "r");
+	char line[512];
+
+	if (!f)
+		return n;
+	while (n < cap && fgets(line, sizeof(line), f)) {
+		unsigned local_port, state;
+		unsigned long inode;
+
+		/* sl local:port remote:port st queues tr:when retrnsmt uid
+		 * timeout inode */
+		if (sscanf(line,
+			   " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x"
+			   " %*x:%*x %*x:%*x %*x %*u %*u %lu",
+			   &local_port, &state, &inode) == 3 &&
+		    (int)local_port == port && state == 0x0A /* LISTEN */)
+			inodes[n++] = inode;
+	}
+	fclose(f);
+	return n;
+}
+
+bool h_pid_listens(pid_t pid, int port)
+{
+	unsigned long inodes[16];
+	size_t n = 0;
+	char path[64];
+	struct dirent *e;
+	DIR *fds;
+	bool found = false;
+
+	n = listening_inodes("/proc/net/tcp", port, inodes, n, 16);
+	n = listening_inodes("/proc/net/tcp6", port, inodes, n, 16);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	fds = opendir(path);
+	if (!fds)
+		return false;
+	while (!found && (e = readdir(fds))) {
+		char link[64];
+		unsigned long inode;
+		ssize_t len = readlinkat(dirfd(fds), e->d_name, link,
+					 sizeof(link) - 1);
+
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (sscanf(link, "socket:[%lu]", &inode) != 1)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			found |= inodes[i] == inode;
+	}
+	closedir(fds);
+	return found;
 }
 
 long long h_now_ms(void)
@@ -288,6 +348,14 @@ static int wait_ready(struct srv *s)
 		if (hc_send(c, "version\r\n", 9) == 0)
 			n = hc_line(c, s->version, sizeof(s->version), 5000);
 		hc_close(&c);
+		if (n > 0 &&
+		    (!h_pid_listens(s->pid, s->port) ||
+		     (s->tls_port && !h_pid_listens(s->pid, s->tls_port)))) {
+			fprintf(stderr,
+				"harness: another server answers on port %d\n",
+				s->port);
+			break;
+		}
 		if (n > 8 && strncmp(s->version, "VERSION ", 8) == 0)
 			return 0;
 		/* Started with a password: up, but it answers nothing yet. */

@@ -186,6 +186,14 @@ const char *hstats_get(const struct hstats *s, const char *name);
 /* NAME's value as an unsigned number: 0, or -1 (missing, not a number). */
 int hstats_u64(const struct hstats *s, const char *name, unsigned long long *v);
 
+/*
+ * Whether process PID holds a TCP socket listening on PORT. A port picked
+ * free can be picked by a parallel test too; then a readiness probe may be
+ * answered by that test's server while ours failed to bind, and only this
+ * says the server answering is the one we started.
+ */
+bool h_pid_listens(pid_t pid, int port);
+
 /* Monotonic milliseconds. */
 long long h_now_ms(void);
 /* Sleeps MS milliseconds. */

@@ -37,6 +37,22 @@ free_port() {
 s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# listens PID PORT: true when process PID holds a socket listening on PORT.
+# A port picked free can be picked by a parallel test too; then a readiness
+# probe may be answered by that test's server while ours failed to bind.
+listens() {
+	local inode fd
+	for inode in $(awk -v p=":$(printf '%04X' "$2")" \
+		'$2 ~ p"$" && $4 == "0A" { print $10 }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+		for fd in /proc/"$1"/fd/*; do
+			[ "$(readlink "$fd" 2>/dev/null)" != "socket:[$inode]" ] ||
+				return 0
+		done
+	done
+	return 1
+}
+
 # ready PORT [COMMAND PREFIX...]: true once the server there answers
 # COMMAND with a line that starts with one of the PREFIXes. By default
 # "version", answered with VERSION, or with an error where the server wants
@@ -110,7 +126,7 @@ start_server() {
 		lib_pids+=("$pid")
 		for _ in $(seq 100); do
 			kill -0 "$pid" 2>/dev/null || break
-			if ready "$port"; then
+			if ready "$port" && listens "$pid" "$port"; then
 				return 0
 			fi
 			sleep 0.1

@@ -68,7 +68,8 @@ start_node() {
 		pid=$!
 		for _ in $(seq 100); do
 			kill -0 "$pid" 2>/dev/null || break
-			if ready "$port" version "VERSION "; then
+			if ready "$port" version "VERSION " &&
+				listens "$pid" "$port"; then
 				node_pids+=("$pid")
 				node_ports+=("$port")
 				return 0

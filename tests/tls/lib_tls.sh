@@ -87,7 +87,8 @@ start_tls_server() {
 		lib_pids+=("$pid")
 		for _ in $(seq 100); do
 			kill -0 "$pid" 2>/dev/null || break
-			if tlspy ready 2>/dev/null; then
+			if tlspy ready 2>/dev/null &&
+				listens "$pid" "$tls_port"; then
 				echo "== $(basename "$server") (pid $pid): plain port $port, TLS port $tls_port"
 				return 0
 			fi
