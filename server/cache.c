@@ -2,7 +2,7 @@
  * The cache's life and its reads: create and destroy, time and exptime,
  * find (and reap what it finds dead), touch, scan and stats. Writes are in
  * cache_store.c, memory and reclamation in cache_memory.c, eviction in
- * cache_sieve.c, expiry and flush_all in cache_maint.c.
+ * cache_evict.c, expiry and flush_all in cache_maint.c.
  */
 #include <stdlib.h>
 #include <sys/random.h>
@@ -74,13 +74,12 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 	c->flush_snap = calloc(threads, sizeof(*c->flush_snap));
 	c->age_seq = calloc((size_t)AGE_MARKS * threads, sizeof(*c->age_seq));
 	pthread_mutex_init(&c->age_lock, NULL);
-	for (unsigned int i = 0; i < QUEUE_SHARDS; i++)
-		pthread_mutex_init(&c->queues[i].lock, NULL);
 	pthread_mutex_init(&c->flush_lock, NULL);
 	pthread_mutex_init(&c->maint_lock, NULL);
 	pthread_cond_init(&c->maint_cond, NULL);
 	if (!c->cas_seq || !c->flush_snap || !c->age_seq ||
-	    rhashtable_init(&c->ht, &cache__params)) {
+	    cache__memory_init(c) || rhashtable_init(&c->ht, &cache__params)) {
+		cache__memory_destroy(c);
 		free(c->cas_seq);
 		free(c->flush_snap);
 		free(c->age_seq);
@@ -97,20 +96,14 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 	return c;
 }
 
-static void item_free_fn(void *ptr, void *arg)
-{
-	(void)arg;
-	free(ptr);
-}
-
 void cache_destroy(struct cache *c)
 {
 	cache__maint_stop(c);
-	/* Batches of unlinked items are on the call_rcu queue. */
+	/* Retiring units are on the call_rcu queue. */
 	cache__reclaim_wait(c);
-	rhashtable_free_and_destroy(&c->ht, item_free_fn, NULL);
-	for (unsigned int i = 0; i < QUEUE_SHARDS; i++)
-		pthread_mutex_destroy(&c->queues[i].lock);
+	/* Items die with their segments and large units (the log). */
+	rhashtable_destroy(&c->ht);
+	cache__memory_destroy(c);
 	pthread_mutex_destroy(&c->flush_lock);
 	pthread_mutex_destroy(&c->maint_lock);
 	pthread_cond_destroy(&c->maint_cond);
@@ -218,7 +211,6 @@ struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 
 bool cache_reap(struct cache *c, struct cache_key key)
 {
-	struct item *dead = NULL;
 	bool flushed = false;
 	struct item *it;
 
@@ -226,17 +218,14 @@ bool cache_reap(struct cache *c, struct cache_key key)
 	it = rhashtable_lookup(&c->ht, &key, cache__params);
 	if (it && !cache_item_live(c, it, cache_now())) {
 		flushed = cache_item_flushed(c, it);
-		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params))
-			dead = it;
+		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params)) {
+			cache__count(&c->reclaimed);
+			if (!(item__usage(it) & ITEM_FETCHED))
+				cache__count(&c->expired_unfetched);
+			cache__item_unlinked(c, it);
+		}
 	}
 	rhkv_rcu_read_unlock();
-	if (!dead)
-		return flushed;
-	cache__count(&c->reclaimed);
-	if (!(atomic_load_explicit(&dead->usage, memory_order_relaxed) &
-	      ITEM_FETCHED))
-		cache__count(&c->expired_unfetched);
-	cache__item_unlinked(c, dead);
 	return flushed;
 }
 
@@ -305,7 +294,16 @@ void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain)
 	st->limit = cache__limit(c);
 	st->bytes = nonneg(cache__load64(&c->live));
 	st->item_data = nonneg(cache__load64(&c->item_data));
+	st->accounted = nonneg(cache__load64(&c->mem));
 	st->retired_bytes = nonneg(cache__load64(&c->retired));
+	st->segment_size = c->seg_size;
+	st->segment_live =
+		nonneg(cache__load64(&c->live) - cache__load64(&c->large_live));
+	st->segments = load_ul(&c->seg_resident);
+	st->segments_free = load_ul(&c->pooled);
+	st->large_bytes = nonneg(cache__load64(&c->large));
+	st->carried = load_ul(&c->carried);
+	st->segments_freed_empty = load_ul(&c->segs_freed_dead);
 	st->hash_bytes = rhashtable_bucket_bytes(&c->ht);
 	st->evictions = load_ul(&c->evictions);
 	st->evicted_unfetched = load_ul(&c->evicted_unfetched);

@@ -82,55 +82,87 @@
 #define ITEM_KEY_BINARY 16u /* stored with a base64 key (meta b) */
 #define ITEM_CAS_CHOSEN 32u /* the client chose its cas (meta E) */
 
+#define ITEM_HAS_FLAGS 64u /* 4 bytes of client flags lead the data */
+
 /*
- * 54 bytes of header, then the data. Offsets:
+ * 28 bytes of header, then the data. Offsets:
  *   0 node     table chain (readers follow it until the grace period ends)
- *   8 qnew     SIEVE queue, toward the head (newer); under the shard lock
- *  16 qold     toward the tail (older)
- *  24 cas      unique per write: sequence * threads + thread + 1
- *  32 exptime  unix seconds (0: never; 1: already expired)
- *  36 flags    the client's 32 opaque bits
- *  40 nbytes   value length without "\r\n"
- *  44 refs     1 for the table, +1 per in-flight zero-copy reply
- *  48 atime    unix seconds of the last access (stored at most once a
+ *   8 cas      the write's sequence: sequence * threads + thread + 1
+ *  16 exptime  unix seconds (0: never; 1: already expired)
+ *  20 atime    unix seconds of the last access (stored at most once a
  *              second, so a hot item's line stays shared)
- *  52 nkey     key length (1..250)
- *  53 usage    ITEM_* bits above
- *  54 data     key, value, "\r\n" (the reply's line end, sent with it),
- *              then, with ITEM_CAS_CHOSEN, the cas the client chose
+ *  24 nbytes16 value length, or ITEM_NBYTES_LARGE: a large item, whose
+ *              length is in the 4 bytes before the item (item_nbytes)
+ *  26 nkey     key length (1..250)
+ *  27 usage    ITEM_* bits above
+ *  28 data     with ITEM_HAS_FLAGS the client's 32 flag bits (most items
+ *              have none and spend nothing), the key, the value (no line
+ *              end: replies write it), then, with ITEM_CAS_CHOSEN, the
+ *              cas the client chose
  * cas is the write's sequence number, which flush_all and `stats items`
  * age read: a cas a client chooses (meta E) cannot take its place, so it
  * is kept after the data and item_cas() is what clients see.
- * No rcu_head: unlinked items are freed in batches per (thread, cache),
- * linked through nothing inside the item (readers may follow node.next
- * until the grace period ends, so it is never reused).
+ *
+ * Items live in segments (cache_segment.c) packed at 8-byte alignment with
+ * no allocator header, except large ones (a value above ITEM_SEG_VALUE_MAX,
+ * or an item above an eighth of a segment): those take their own
+ * allocation with a reference count, so a reply can send their value
+ * without copying it (item_get). An item holds no pointer but its table
+ * chain, which the table rebuilds: a segment's bytes mean the same at any
+ * address.
  */
 struct item {
 	struct rhash_head node;
-	struct item *qnew, *qold;
 	uint64_t cas;
 	_Atomic uint32_t exptime;
-	uint32_t flags;
-	uint32_t nbytes;
-	_Atomic uint32_t refs;
 	_Atomic uint32_t atime;
+	uint16_t nbytes16;
 	uint8_t nkey;
 	_Atomic uint8_t usage;
 	char data[];
 };
 
-_Static_assert(offsetof(struct item, data) == 54, "item header layout");
+_Static_assert(offsetof(struct item, data) == 28, "item header layout");
 
 #define ITEM_HEADER_BYTES offsetof(struct item, data)
+#define ITEM_NBYTES_LARGE UINT16_MAX
+/* Values up to this many bytes may live in a segment; a reply copies them
+ * (they are never referenced outside a read-side section). */
+#define ITEM_SEG_VALUE_MAX 16384
+
+static inline uint32_t item_nbytes(const struct item *it)
+{
+	uint32_t n;
+
+	if (it->nbytes16 != ITEM_NBYTES_LARGE)
+		return it->nbytes16;
+	memcpy(&n, (const char *)it - sizeof(n), sizeof(n));
+	return n;
+}
+
+static inline uint8_t item__usage(const struct item *it)
+{
+	return atomic_load_explicit(&it->usage, memory_order_relaxed);
+}
+
+static inline uint32_t item_flags(const struct item *it)
+{
+	uint32_t f;
+
+	if (!(item__usage(it) & ITEM_HAS_FLAGS))
+		return 0;
+	memcpy(&f, it->data, sizeof(f));
+	return f;
+}
 
 static inline const char *item_key(const struct item *it)
 {
-	return it->data;
+	return it->data + ((item__usage(it) & ITEM_HAS_FLAGS) ? 4 : 0);
 }
 
 static inline const char *item_value(const struct item *it)
 {
-	return it->data + it->nkey;
+	return item_key(it) + it->nkey;
 }
 
 /* The cas clients see: the write's own, or the one a client chose. */
@@ -138,11 +170,20 @@ static inline uint64_t item_cas(const struct item *it)
 {
 	uint64_t v;
 
-	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
-	      ITEM_CAS_CHOSEN))
+	if (!(item__usage(it) & ITEM_CAS_CHOSEN))
 		return it->cas;
-	memcpy(&v, it->data + it->nkey + it->nbytes + 2, sizeof(v));
+	memcpy(&v, item_value(it) + item_nbytes(it), sizeof(v));
 	return v;
+}
+
+/* Header, flags, key, value and chosen cas: what the item holds (a
+ * segment rounds it up to 8 bytes). */
+static inline size_t item_size(const struct item *it)
+{
+	uint8_t u = item__usage(it);
+
+	return ITEM_HEADER_BYTES + ((u & ITEM_HAS_FLAGS) ? 4 : 0) + it->nkey +
+	       item_nbytes(it) + ((u & ITEM_CAS_CHOSEN) ? 8 : 0);
 }
 
 struct cache_key {
@@ -381,11 +422,22 @@ uint64_t cache_scan(struct cache *c, uint64_t cursor, unsigned int count,
 
 struct cache_stats {
 	unsigned long curr_items;
-	uint64_t limit;		/* bytes */
-	uint64_t bytes;		/* linked items, as allocated */
-	uint64_t item_data;	/* linked items, header + key + value */
-	uint64_t retired_bytes; /* unlinked, waiting for a grace period */
+	uint64_t limit;	    /* bytes */
+	uint64_t bytes;	    /* linked items as placed (cache_item_footprint) */
+	uint64_t item_data; /* linked items, item_size() */
+	/* What the limit bounds, bucket arrays aside: resident segments
+	 * (holding items, dead bytes and tail space, or pooled) and large
+	 * items' allocations, retiring units included. */
+	uint64_t accounted;
+	uint64_t retired_bytes; /* of accounted: waiting for a grace period */
 	uint64_t hash_bytes;	/* bucket arrays */
+	uint64_t segment_size;
+	uint64_t segment_live;	     /* of bytes: linked items in segments */
+	unsigned long segments;	     /* resident */
+	unsigned long segments_free; /* of those, pooled */
+	uint64_t large_bytes;	     /* large items, linked or retiring */
+	unsigned long carried;	     /* visited items eviction kept */
+	unsigned long segments_freed_empty; /* freed before eviction */
 	unsigned long evictions, evicted_unfetched, evicted_active;
 	unsigned long expired_unfetched, reclaimed;
 	unsigned long sweep_passes;

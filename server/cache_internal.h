@@ -16,24 +16,76 @@
  * above it absolute. */
 #define REL_TIME_MAX (60 * 60 * 24 * 30)
 
-#define QUEUE_SHARDS 16 /* SIEVE queues, chosen by item address */
-#define AGE_MARKS    64 /* store-time marks (cache_oldest_age) */
+#define AGE_MARKS 64 /* store-time marks (cache_oldest_age) */
 
 /*
- * One SIEVE queue: head = newest, tail = oldest, the hand walks from the
- * tail toward the head (NULL: start at the tail). An item's shard follows
- * from its address, so no field records it.
+ * A unit of the eviction log: a segment of the arena (items packed one
+ * after another from base, `used` bytes of them), or one large item's own
+ * allocation (struct large_item). The log runs from the newest unit (head)
+ * to the oldest (tail); sealed segments and large items are in it, open
+ * ones (a writer still appends to them) are not.
  */
-struct queue {
-	_Alignas(64) pthread_mutex_t lock;
-	struct item *head, *tail, *hand;
-	unsigned long items;
-	_Atomic int64_t bytes; /* written under lock, read by choosers */
+enum seg_state {
+	SEG_FREE,     /* in the arena's pool or never used */
+	SEG_OPEN,     /* a writer appends to it; not in the log */
+	SEG_SEALED,   /* in the log */
+	SEG_EVICTING, /* taken off the log by the evictor */
+	SEG_RETIRING, /* unlinked, waiting for its grace period */
 };
 
-/* qold values of items that are not in a queue (never a real address). */
-#define Q_UNQUEUED ((struct item *)1) /* linked in the table, not yet here */
-#define Q_GONE	   ((struct item *)2) /* unlinked before it got here */
+struct seg {
+	struct seg *newer, *older; /* the log, under log_lock */
+	struct seg *next_free;	   /* the pool, under pool_lock */
+	char *base;
+	struct cache *c;
+	uint32_t used; /* bytes written; final once sealed */
+	uint8_t state; /* enum seg_state; under log_lock once sealed */
+	bool large;
+	bool unlinked;	      /* a large unit whose item is out of the table */
+	_Atomic int64_t live; /* bytes of its items linked in the table */
+	uint64_t first_cas;   /* write sequence of its first item (age) */
+	struct rcu_head rcu;  /* retiring */
+};
+
+/* Before a large item, in the same allocation. nbytes is its last field:
+ * item_nbytes() reads the 4 bytes before the item. */
+struct large_item {
+	struct seg seg;
+	size_t footprint;      /* as the allocator counts it */
+	_Atomic uint32_t refs; /* 1 for the cache, +1 per zero-copy reply */
+	uint32_t nbytes;
+};
+
+_Static_assert(sizeof(struct large_item) % 8 == 0 &&
+		       offsetof(struct large_item, nbytes) ==
+			       sizeof(struct large_item) - 4,
+	       "large item header layout");
+
+static inline struct large_item *cache__large_of(const struct item *it)
+{
+	return (struct large_item *)((char *)it - sizeof(struct large_item));
+}
+
+static inline bool cache__item_is_large(const struct item *it)
+{
+	return it->nbytes16 == ITEM_NBYTES_LARGE;
+}
+
+/* The item's bytes in its segment: its size rounded up to 8. */
+static inline uint32_t cache__seg_bytes(const struct item *it)
+{
+	return (uint32_t)((item_size(it) + 7) & ~(size_t)7);
+}
+
+/* Which segment each writer appends to: one per worker thread and one
+ * for the evictor's carried items (the last), each alone on its line. */
+struct seg_writer {
+	_Alignas(64) struct seg *open;
+};
+
+/* ITEM_* bits that say how an item is laid out: set when it is built,
+ * never changed, never carried to another item by a copy of the marks. */
+#define ITEM_LAYOUT_BITS (ITEM_HAS_FLAGS | ITEM_CAS_CHOSEN)
 
 /* A thread's cas sequence, alone on its cache line. */
 struct cas_seq {
@@ -45,16 +97,38 @@ struct cache {
 	unsigned int threads;
 	struct cas_seq *cas_seq; /* [threads], each written by its thread */
 
-	/* Memory, bytes. mem = linked + unlinked-unfreed + reserved items:
-	 * what admission compares (with the bucket arrays) to the limit. */
+	/*
+	 * Memory, bytes. mem: what admission compares (with the bucket
+	 * arrays) to the limit: resident segments (open, sealed, evicting,
+	 * retiring or pooled) and large items' allocations, linked or
+	 * retiring.
+	 */
 	_Atomic uint64_t limit;
 	_Atomic int64_t mem;
-	_Atomic int64_t live;	   /* linked items, as allocated */
-	_Atomic int64_t item_data; /* linked items, header + key + value */
-	_Atomic int64_t retired;   /* unlinked, not yet freed */
+	_Atomic int64_t live;	    /* linked items: segment bytes, or the
+				      footprint of a large one */
+	_Atomic int64_t item_data;  /* linked items, item_size() */
+	_Atomic int64_t retired;    /* units retiring (grace period) */
+	_Atomic int64_t large;	    /* large items' allocations */
+	_Atomic int64_t large_live; /* of live: large items */
 
-	/* Eviction: SIEVE queues; evicting writers take the fullest. */
-	struct queue queues[QUEUE_SHARDS];
+	/* The arena: one mapping of nsegs segments of seg_size bytes. */
+	char *arena;
+	size_t seg_size, nsegs, arena_bytes;
+	struct seg *segs;	    /* [nsegs] */
+	struct seg_writer *writers; /* [threads + 1] */
+	pthread_mutex_t pool_lock;
+	struct seg *pool;     /* free, resident, counted in mem */
+	struct seg *released; /* free, handed back to the kernel */
+	size_t fresh;	      /* segments [fresh, nsegs) never used */
+	_Atomic unsigned long pooled, seg_resident;
+
+	/* The eviction log; evict_lock makes one evictor at a time (it owns
+	 * the carry writer); lock order: evict_lock, log_lock, a bucket. */
+	pthread_mutex_t evict_lock;
+	pthread_mutex_t log_lock;
+	struct seg *log_head, *log_tail;
+	_Atomic bool dead_segs; /* a sealed segment may have no live item */
 
 	/* flush_all: a snapshot of every thread's cas sequence; items at or
 	 * below their thread's entry are dead. flush_due_ns: a delayed flush
@@ -91,6 +165,8 @@ struct cache {
 	void (*_Atomic evict_hook)(void *arg, const struct item *it);
 	void *_Atomic evict_arg;
 	_Atomic unsigned long malloc_fails; /* items not allocated */
+	_Atomic unsigned long carried;	    /* visited items kept by eviction */
+	_Atomic unsigned long segs_freed_dead; /* emptied, freed early */
 	/* The sweep's own: items it looked at, dead ones it took out. */
 	_Atomic unsigned long sweep_checked, sweep_reclaimed;
 };
@@ -170,17 +246,6 @@ static inline uint64_t cache__limit(struct cache *c)
 	return atomic_load_explicit(&c->limit, memory_order_relaxed);
 }
 
-/* Header, key, value and line end: what the item holds, not its
- * allocation. */
-static inline size_t cache__item_data_size(const struct item *it)
-{
-	return ITEM_HEADER_BYTES + it->nkey + it->nbytes + 2 +
-	       ((atomic_load_explicit(&it->usage, memory_order_relaxed) &
-		 ITEM_CAS_CHOSEN)
-			? sizeof(uint64_t)
-			: 0);
-}
-
 /* Unix time in nanoseconds (flush_all's clock). */
 int64_t cache__now_ns(void);
 
@@ -190,38 +255,73 @@ uint32_t cache__exptime_u32(int64_t exptime);
 
 /* ---- memory (cache_memory.c) ---- */
 
-/* A new item, not linked, not reserved; its qold says "not queued". */
-struct item *cache__item_alloc(struct cache *c, struct cache_key key,
-			       uint32_t flags, uint32_t exptime,
-			       uint32_t nbytes, bool room_for_cas);
+/* Sets up the arena and the writers of a new cache; 0 or -1. */
+int cache__memory_init(struct cache *c);
+/* Frees every segment and large item (no reader may be left). */
+void cache__memory_destroy(struct cache *c);
+
+/*
+ * A new item, not linked, with its layout bits set (flags when not 0, room
+ * for a chosen cas): in writer `thread`'s open segment, or a large item of
+ * its own. NULL when there is no room (then *need says how many bytes of
+ * room it wants: cache__make_room), or for a large item the allocator
+ * refused (need 0).
+ */
+struct item *cache__item_alloc(struct cache *c, unsigned int thread,
+			       struct cache_key key, uint32_t flags,
+			       uint32_t exptime, uint32_t nbytes,
+			       bool room_for_cas, int64_t *need);
+/* n bytes (a multiple of 8) at the end of writer `thread`'s open segment,
+ * sealing it and taking a free one when they do not fit; NULL when no
+ * segment is free without evicting (*need: the bytes a new one wants). */
+char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
+		       int64_t *need);
+/* The item's value, to fill before it is linked. */
+static inline char *cache__item_value_w(struct item *it)
+{
+	return (char *)item_value(it);
+}
 /* Gives an unpublished item, allocated with room_for_cas, the cas a client
- * chose (item_cas), keeping its write sequence in it->cas. After the
- * item's usage bits are set. */
+ * chose (item_cas), keeping its write sequence in it->cas. */
 void cache__item_choose_cas(struct item *it, uint64_t cas);
+/* Sets an unpublished item's marks (ITEM_* bits), keeping its layout. */
+void cache__item_set_marks(struct item *it, uint8_t marks);
+/* An item built by writer `thread` that was never linked: its bytes go
+ * back (the end of its open segment) or its allocation is freed. */
+void cache__item_discard(struct cache *c, unsigned int thread, struct item *it);
 /* Bytes the limit leaves for items: the bucket arrays come first. */
 int64_t cache__item_budget(struct cache *c);
-/* Reserves fp bytes for an item about to be linked, if they fit. */
-bool cache__mem_reserve(struct cache *c, int64_t fp);
-/* The reserved item is linked now. */
-void cache__mem_linked(struct cache *c, const struct item *it, int64_t fp);
-/* Hands an item unlinked from the table and its queue to reclamation, in
- * the calling thread's batch of c; outside read-side sections. */
-void cache__item_retire(struct cache *c, struct item *it);
-/* Waits until every unlinked item of c is freed: the calling thread's
- * batch and every batch already handed over. */
-void cache__reclaim_wait(struct cache *c);
-
-/* ---- SIEVE (cache_sieve.c) ---- */
-
-/* A newly linked item joins its queue (inside the read-side section that
- * linked it). */
-void cache__queue_push(struct cache *c, struct item *it);
-/* An item we unlinked from the table: out of its queue, then retired. */
+/* The item is linked now (inside the read-side section that linked it). */
+void cache__item_linked(struct cache *c, struct item *it);
+/*
+ * The item is out of the table: whoever's remove or replace succeeded
+ * calls this once, inside the read-side section it unlinked in (a segment's
+ * count of live bytes must not change after its grace period). A large
+ * item's allocation is retired here too.
+ */
 void cache__item_unlinked(struct cache *c, struct item *it);
-/* Evicts until want more bytes fit; whether they do. */
-bool cache__evict_until(struct cache *c, int64_t want);
-/* Makes room for an item of fp bytes; false when it cannot fit at all. */
-bool cache__make_room(struct cache *c, int64_t fp);
+/* Waits until every retiring unit of c is freed or pooled. */
+void cache__reclaim_wait(struct cache *c);
+/* A sealed segment back to the pool after a grace period (retiring). */
+void cache__seg_retire(struct cache *c, struct seg *s);
+/* Gives pooled segments back to the kernel until at most keep remain;
+ * how many it gave back. */
+unsigned long cache__pool_trim(struct cache *c, unsigned long keep);
+/* Unit accounting for the log (cache_evict.c): the open segment of
+ * writer w is sealed into the log. */
+void cache__seal(struct cache *c, struct seg *s);
+
+/* ---- eviction (cache_evict.c) ---- */
+
+/* Evicts until want more bytes fit; whether they do. for_segment: a free
+ * segment in the pool is room enough. */
+bool cache__make_room(struct cache *c, int64_t want, bool for_segment);
+/* Evicts the oldest unit of the log; false when the log is empty. */
+bool cache__evict_one(struct cache *c);
+/* Takes sealed segments without a live item off the log and retires them. */
+void cache__free_dead_segments(struct cache *c);
+/* A large unit's item left the table: off the log if it is there. */
+void cache__large_unlinked(struct cache *c, struct seg *u);
 
 /* ---- the maintenance thread and flush_all (cache_maint.c) ---- */
 

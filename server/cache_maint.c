@@ -139,26 +139,18 @@ static int64_t stored_by(struct cache *c, uint64_t cas, int64_t now)
 
 int64_t cache_oldest_age(struct cache *c)
 {
-	uint64_t tails[QUEUE_SHARDS];
-	unsigned int n = 0;
 	int64_t now = cache_now(), oldest = now;
+	uint64_t first = 0;
 
-	for (unsigned int i = 0; i < QUEUE_SHARDS; i++) {
-		struct queue *q = &c->queues[i];
-
-		pthread_mutex_lock(&q->lock);
-		if (q->tail)
-			tails[n++] = q->tail->cas;
-		pthread_mutex_unlock(&q->lock);
+	pthread_mutex_lock(&c->log_lock);
+	if (c->log_tail)
+		first = c->log_tail->first_cas;
+	pthread_mutex_unlock(&c->log_lock);
+	if (first) {
+		pthread_mutex_lock(&c->age_lock);
+		oldest = stored_by(c, first, now);
+		pthread_mutex_unlock(&c->age_lock);
 	}
-	pthread_mutex_lock(&c->age_lock);
-	for (unsigned int i = 0; i < n; i++) {
-		int64_t t = stored_by(c, tails[i], now);
-
-		if (t < oldest)
-			oldest = t;
-	}
-	pthread_mutex_unlock(&c->age_lock);
 	return now - oldest;
 }
 
@@ -191,7 +183,6 @@ struct sweep_ctx {
 	int64_t now;
 	unsigned int n;
 	unsigned long checked;
-	struct item *dead[SWEEP_MAX];
 };
 
 static void sweep_visit(void *obj, void *arg)
@@ -207,7 +198,8 @@ static void sweep_visit(void *obj, void *arg)
 	/* Another writer may have unlinked it meanwhile: then it is theirs. */
 	if (rhashtable_remove_fast(&sw->c->ht, &it->node, cache__params))
 		return;
-	sw->dead[sw->n++] = it;
+	sw->n++;
+	cache__item_unlinked(sw->c, it); /* inside the scan's section */
 	cache__count(&sw->c->reclaimed);
 	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
 	      ITEM_FETCHED))
@@ -216,13 +208,37 @@ static void sweep_visit(void *obj, void *arg)
 
 /* ---- the maintenance thread ---- */
 
-/* Keeps a little room free so that writers rarely evict themselves. */
+/*
+ * Keeps room for a few segments free (pooled, or within the limit) so that
+ * writers rarely evict themselves, frees segments left without a live
+ * item, and gives pooled segments beyond that room back to the kernel (the
+ * limit went down, or items were deleted).
+ */
 static void maint_evict(struct cache *c)
 {
+	int64_t seg = (int64_t)c->seg_size;
 	int64_t headroom = (int64_t)(cache__limit(c) / 64);
+	unsigned long keep;
 
-	if (cache__load64(&c->mem) + headroom > cache__item_budget(c))
-		cache__evict_until(c, headroom);
+	if (headroom < 2 * seg)
+		headroom = 2 * seg;
+	keep = (unsigned long)(headroom / seg);
+	cache__free_dead_segments(c);
+	while (cache__load64(&c->mem) + headroom -
+		       (int64_t)atomic_load_explicit(&c->pooled,
+						     memory_order_relaxed) *
+			       seg >
+	       cache__item_budget(c)) {
+		if (cache__load64(&c->retired) >
+			    (int64_t)(cache__limit(c) / 16) ||
+		    !cache__evict_one(c)) {
+			cache__reclaim_wait(c);
+			break;
+		}
+	}
+	cache__pool_trim(c, keep);
+	if (cache__load64(&c->mem) > cache__item_budget(c))
+		cache__pool_trim(c, 0);
 }
 
 /* Unlinks dead items for at most SWEEP_BUDGET_NS, resuming where the last
@@ -240,8 +256,6 @@ static bool maint_sweep(struct cache *c)
 		c->sweep_cursor =
 			rhashtable_scan(&c->ht, c->sweep_cursor, SWEEP_STEP,
 					sweep_visit, &sw, NULL);
-		for (unsigned int i = 0; i < sw.n; i++)
-			cache__item_unlinked(c, sw.dead[i]);
 		/* Only this thread writes them: no read-modify-write. */
 		atomic_store_explicit(
 			&c->sweep_checked,
@@ -280,7 +294,6 @@ static void *maint_main(void *arg)
 		maint_evict(c);
 		/* A mass expiry: sweep more often, never longer at a time. */
 		busy = maint_sweep(c);
-		cache_thread_flush(c);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += busy ? TICK_BUSY_NS : TICK_NS;
 		if (until.tv_nsec >= 1000000000) {

@@ -1,10 +1,12 @@
 /*
- * The cache's memory: items as the allocator counts them, the reservation
- * a write makes before it links, and the reclamation of unlinked items in
- * batches per (thread, cache) that wait for one grace period together.
+ * The cache's memory: the arena of segments items are packed into, large
+ * items in allocations of their own, the accounting admission reads, and
+ * the retiring of units after a grace period. The design and its
+ * concurrency contract are in cache.h (MEMORY).
  */
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "cache_internal.h"
 
@@ -14,77 +16,93 @@
 #define RHKV_MALLOC_CHUNK_HEADER sizeof(size_t)
 #endif
 
-#define RETIRE_BATCH 64 /* unlinked items per grace period */
+#define SEG_MAX	       (1u << 20) /* segment size for limits of 64 MiB up */
+#define SEG_MIN	       (16u << 10)
+#define SEGS_PER_LIMIT 64    /* smaller limits: smaller segments */
+#define ARENA_SEGS_MIN 65536 /* room to raise the limit at run time */
 
-/*
- * Unlinked items of one cache waiting for one grace period together: no
- * rcu_head in any item. A thread keeps one open batch per cache it has
- * unlinked items of (see tls_batches) and hands it to call_rcu when it is
- * full or flushed; the callback frees its items against c's accounting.
- */
-struct retire_batch {
-	struct rcu_head rcu;
-	struct cache *c;
-	struct retire_batch *next; /* the thread's batch of another cache */
-	unsigned int n;
-	int64_t bytes;
-	struct item *items[RETIRE_BATCH];
-};
-
-/* The calling thread's open batches, at most one per cache; a thread
- * rarely writes to more than one cache, so the list is short. */
-static _Thread_local struct retire_batch *tls_batches;
-
-size_t cache_item_footprint(const struct item *it)
+static size_t seg_size_for(uint64_t limit)
 {
-	return malloc_usable_size((void *)it) + RHKV_MALLOC_CHUNK_HEADER;
+	size_t s = SEG_MAX;
+
+	while (s > SEG_MIN && (uint64_t)s * SEGS_PER_LIMIT > limit)
+		s /= 2;
+	return s;
 }
+
+int cache__memory_init(struct cache *c)
+{
+	uint64_t limit = cache__limit(c);
+
+	c->seg_size = seg_size_for(limit);
+	c->nsegs = (size_t)(limit / c->seg_size) + 1;
+	if (c->nsegs < ARENA_SEGS_MIN)
+		c->nsegs = ARENA_SEGS_MIN;
+	c->arena_bytes = c->nsegs * c->seg_size;
+	/* Address space only: a page costs memory once written. */
+	c->arena = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->arena == MAP_FAILED) {
+		c->arena = NULL;
+		return -1;
+	}
+	c->segs = calloc(c->nsegs, sizeof(*c->segs));
+	c->writers = aligned_alloc(64, sizeof(*c->writers) * (c->threads + 1));
+	if (!c->segs || !c->writers)
+		return -1;
+	for (unsigned int t = 0; t <= c->threads; t++)
+		c->writers[t].open = NULL;
+	for (size_t i = 0; i < c->nsegs; i++) {
+		c->segs[i].base = c->arena + i * c->seg_size;
+		c->segs[i].c = c;
+	}
+	pthread_mutex_init(&c->pool_lock, NULL);
+	pthread_mutex_init(&c->evict_lock, NULL);
+	pthread_mutex_init(&c->log_lock, NULL);
+	return 0;
+}
+
+static void large_free(struct large_item *l)
+{
+	free(l);
+}
+
+void cache__memory_destroy(struct cache *c)
+{
+	/* Large items are in the log or in an open writer: neither, once
+	 * every unit is unlinked... so free them from the log walk; the
+	 * table's items in segments go with the arena. */
+	for (struct seg *u = c->log_head, *next; u; u = next) {
+		next = u->older;
+		if (u->large)
+			large_free((struct large_item *)u);
+	}
+	if (c->arena)
+		munmap(c->arena, c->arena_bytes);
+	free(c->segs);
+	free(c->writers);
+	pthread_mutex_destroy(&c->pool_lock);
+	pthread_mutex_destroy(&c->evict_lock);
+	pthread_mutex_destroy(&c->log_lock);
+}
+
+/* ---- references (large items only) ---- */
 
 void item_get(struct item *it)
 {
-	atomic_fetch_add_explicit(&it->refs, 1, memory_order_relaxed);
+	if (!cache__item_is_large(it))
+		abort(); /* segment items are copied, never referenced */
+	atomic_fetch_add_explicit(&cache__large_of(it)->refs, 1,
+				  memory_order_relaxed);
 }
 
 void item_put(struct item *it)
 {
+	struct large_item *l = cache__large_of(it);
+
 	/* acq_rel: the last holder sees every other holder's reads done. */
-	if (atomic_fetch_sub_explicit(&it->refs, 1, memory_order_acq_rel) == 1)
-		free(it);
-}
-
-struct item *cache__item_alloc(struct cache *c, struct cache_key key,
-			       uint32_t flags, uint32_t exptime,
-			       uint32_t nbytes, bool room_for_cas)
-{
-	struct item *it = malloc(ITEM_HEADER_BYTES + key.n + nbytes + 2 +
-				 (room_for_cas ? sizeof(uint64_t) : 0));
-
-	if (!it) {
-		cache__count(&c->malloc_fails);
-		return NULL;
-	}
-	atomic_init(&it->exptime, exptime);
-	atomic_init(&it->refs, 1);
-	atomic_init(&it->usage, 0);
-	atomic_init(&it->atime, (uint32_t)cache_now());
-	it->qnew = NULL;
-	it->qold = Q_UNQUEUED;
-	it->flags = flags;
-	it->nbytes = nbytes;
-	it->nkey = (uint8_t)key.n;
-	memcpy(it->data, key.p, key.n);
-	memcpy(it->data + key.n + nbytes, "\r\n", 2);
-	return it;
-}
-
-void cache__item_choose_cas(struct item *it, uint64_t cas)
-{
-	memcpy(it->data + it->nkey + it->nbytes + 2, &cas, sizeof(cas));
-	atomic_store_explicit(
-		&it->usage,
-		atomic_load_explicit(&it->usage, memory_order_relaxed) |
-			ITEM_CAS_CHOSEN,
-		memory_order_relaxed);
+	if (atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) == 1)
+		large_free(l);
 }
 
 /* ---- admission ---- */
@@ -96,114 +114,336 @@ int64_t cache__item_budget(struct cache *c)
 	return limit - (int64_t)rhashtable_bucket_bytes(&c->ht);
 }
 
-bool cache__mem_reserve(struct cache *c, int64_t fp)
+static bool mem_reserve(struct cache *c, int64_t n)
 {
 	int64_t budget = cache__item_budget(c);
 	int64_t cur = cache__load64(&c->mem);
 
 	do {
-		if (cur + fp > budget)
+		if (cur + n > budget)
 			return false;
-	} while (!atomic_compare_exchange_weak_explicit(&c->mem, &cur, cur + fp,
+	} while (!atomic_compare_exchange_weak_explicit(&c->mem, &cur, cur + n,
 							memory_order_relaxed,
 							memory_order_relaxed));
 	return true;
 }
 
-void cache__mem_linked(struct cache *c, const struct item *it, int64_t fp)
+/* ---- segments ---- */
+
+/* A free segment: from the pool (already counted), else a new one if
+ * its bytes fit the limit. NULL: no room. */
+static struct seg *seg_take(struct cache *c)
 {
-	cache__add64(&c->live, fp);
-	cache__add64(&c->item_data, (int64_t)cache__item_data_size(it));
+	struct seg *s = NULL;
+
+	pthread_mutex_lock(&c->pool_lock);
+	if (c->pool) {
+		s = c->pool;
+		c->pool = s->next_free;
+		atomic_fetch_sub_explicit(&c->pooled, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	if (s)
+		return s;
+	if (!mem_reserve(c, (int64_t)c->seg_size))
+		return NULL;
+	pthread_mutex_lock(&c->pool_lock);
+	if (c->released) {
+		s = c->released;
+		c->released = s->next_free;
+	} else if (c->fresh < c->nsegs) {
+		s = &c->segs[c->fresh++];
+	}
+	pthread_mutex_unlock(&c->pool_lock);
+	if (!s) { /* the arena is used up: a limit raised past it */
+		cache__add64(&c->mem, -(int64_t)c->seg_size);
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&c->seg_resident, 1, memory_order_relaxed);
+	return s;
 }
 
-/* ---- reclamation ---- */
-
-static void batch_free(struct retire_batch *b)
+static void seg_open(struct seg *s)
 {
-	struct cache *c = b->c;
-
-	for (unsigned int i = 0; i < b->n; i++)
-		item_put(b->items[i]);
-	cache__add64(&c->retired, -b->bytes);
-	cache__add64(&c->mem, -b->bytes);
-	free(b);
+	s->used = 0;
+	s->state = SEG_OPEN;
+	s->large = false;
+	s->unlinked = false;
+	s->first_cas = 0;
+	s->newer = s->older = NULL;
+	atomic_store_explicit(&s->live, 0, memory_order_relaxed);
 }
 
-static void batch_free_rcu(struct rcu_head *head)
+static void pool_put(struct cache *c, struct seg *s)
 {
+	s->state = SEG_FREE;
+	pthread_mutex_lock(&c->pool_lock);
+	s->next_free = c->pool;
+	c->pool = s;
+	atomic_fetch_add_explicit(&c->pooled, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&c->pool_lock);
+}
+
+unsigned long cache__pool_trim(struct cache *c, unsigned long keep)
+{
+	unsigned long n = 0;
+
+	for (;;) {
+		struct seg *s = NULL;
+
+		pthread_mutex_lock(&c->pool_lock);
+		if (atomic_load_explicit(&c->pooled, memory_order_relaxed) >
+			    keep &&
+		    c->pool) {
+			s = c->pool;
+			c->pool = s->next_free;
+			atomic_fetch_sub_explicit(&c->pooled, 1,
+						  memory_order_relaxed);
+		}
+		pthread_mutex_unlock(&c->pool_lock);
+		if (!s)
+			return n;
+		/* Its pages go back; the next use faults in zeroes. */
+		madvise(s->base, c->seg_size, MADV_DONTNEED);
+		pthread_mutex_lock(&c->pool_lock);
+		s->next_free = c->released;
+		c->released = s;
+		pthread_mutex_unlock(&c->pool_lock);
+		atomic_fetch_sub_explicit(&c->seg_resident, 1,
+					  memory_order_relaxed);
+		cache__add64(&c->mem, -(int64_t)c->seg_size);
+		n++;
+	}
+}
+
+static void seg_retired(struct rcu_head *head)
+{
+	struct seg *s =
+		(struct seg *)((char *)head - offsetof(struct seg, rcu));
+	struct cache *c = s->c;
+
 	rhkv_rcu_callback_enter();
-	batch_free((struct retire_batch *)((char *)head -
-					   offsetof(struct retire_batch, rcu)));
+	if (s->large) {
+		struct large_item *l = (struct large_item *)s;
+
+		cache__add64(&c->retired, -(int64_t)l->footprint);
+		cache__add64(&c->large, -(int64_t)l->footprint);
+		cache__add64(&c->mem, -(int64_t)l->footprint);
+		item_put((struct item *)(l + 1));
+	} else {
+		cache__add64(&c->retired, -(int64_t)c->seg_size);
+		pool_put(c, s);
+	}
 	rhkv_rcu_callback_exit();
 }
 
-/* The link to the calling thread's open batch of c: the head of its list
- * or a batch's next (it holds NULL when there is no such batch). */
-static struct retire_batch **batch_link(struct cache *c)
+void cache__seg_retire(struct cache *c, struct seg *s)
 {
-	struct retire_batch **p = &tls_batches;
-
-	while (*p && (*p)->c != c)
-		p = &(*p)->next;
-	return p;
-}
-
-/* Takes the batch at *p off the thread's list and hands it to call_rcu. */
-static void batch_hand_over(struct retire_batch **p)
-{
-	struct retire_batch *b = *p;
-
-	*p = b->next;
-	rhkv_rcu_call(&b->rcu, batch_free_rcu);
-}
-
-void cache_thread_flush(struct cache *c)
-{
-	struct retire_batch **p = batch_link(c);
-
-	if (*p)
-		batch_hand_over(p);
-}
-
-/*
- * Freed (its table reference dropped) after a grace period. Outside
- * read-side sections: without memory for a batch it waits for the grace
- * period itself.
- */
-void cache__item_retire(struct cache *c, struct item *it)
-{
-	int64_t fp = (int64_t)cache_item_footprint(it);
-	struct retire_batch **p = batch_link(c);
-	struct retire_batch *b = *p;
-
-	cache__add64(&c->live, -fp);
-	cache__add64(&c->item_data, -(int64_t)cache__item_data_size(it));
-	cache__add64(&c->retired, fp);
-	if (!b) {
-		b = malloc(sizeof(*b));
-		if (!b) {
-			rhkv_rcu_synchronize();
-			item_put(it);
-			cache__add64(&c->retired, -fp);
-			cache__add64(&c->mem, -fp);
-			return;
-		}
-		b->c = c;
-		b->next = NULL;
-		b->n = 0;
-		b->bytes = 0;
-		*p = b;
-	}
-	b->items[b->n++] = it;
-	b->bytes += fp;
-	/* Big values should not wait in a batch for company. */
-	if (b->n == RETIRE_BATCH || (uint64_t)b->bytes >= cache__limit(c) / 64)
-		batch_hand_over(p);
+	s->state = SEG_RETIRING;
+	cache__add64(&c->retired,
+		     s->large ? (int64_t)((struct large_item *)s)->footprint
+			      : (int64_t)c->seg_size);
+	rhkv_rcu_call(&s->rcu, seg_retired);
 }
 
 void cache__reclaim_wait(struct cache *c)
 {
 	cache__count(&c->reclaim_waits);
-	cache_thread_flush(c);
 	rhkv_rcu_barrier();
+}
+
+/* ---- items ---- */
+
+static size_t round8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
+		       int64_t *need)
+{
+	struct seg_writer *w = &c->writers[thread];
+	struct seg *s = w->open;
+
+	if (s && s->used + n <= c->seg_size) {
+		char *p = s->base + s->used;
+
+		s->used += (uint32_t)n;
+		return p;
+	}
+	if (s) {
+		w->open = NULL;
+		cache__seal(c, s);
+	}
+	s = seg_take(c);
+	if (!s) {
+		*need = (int64_t)c->seg_size;
+		return NULL;
+	}
+	seg_open(s);
+	w->open = s;
+	s->used = (uint32_t)n;
+	return s->base;
+}
+
+static struct item *large_alloc(struct cache *c, size_t size, uint32_t nbytes,
+				int64_t *need)
+{
+	struct large_item *l;
+	size_t fp;
+
+	l = malloc(sizeof(*l) + size);
+	if (!l) {
+		cache__count(&c->malloc_fails);
+		*need = 0;
+		return NULL;
+	}
+	fp = malloc_usable_size(l) + RHKV_MALLOC_CHUNK_HEADER;
+	if (!mem_reserve(c, (int64_t)fp)) {
+		free(l);
+		*need = (int64_t)fp;
+		return NULL;
+	}
+	cache__add64(&c->large, (int64_t)fp);
+	l->footprint = fp;
+	atomic_init(&l->refs, 1);
+	l->nbytes = nbytes;
+	l->seg.base = (char *)(l + 1);
+	l->seg.c = c;
+	l->seg.used = (uint32_t)(size < UINT32_MAX ? size : UINT32_MAX);
+	l->seg.state = SEG_OPEN;
+	l->seg.large = true;
+	l->seg.unlinked = false;
+	l->seg.newer = l->seg.older = NULL;
+	atomic_init(&l->seg.live, 0);
+	return (struct item *)(l + 1);
+}
+
+struct item *cache__item_alloc(struct cache *c, unsigned int thread,
+			       struct cache_key key, uint32_t flags,
+			       uint32_t exptime, uint32_t nbytes,
+			       bool room_for_cas, int64_t *need)
+{
+	size_t size = ITEM_HEADER_BYTES + (flags ? 4 : 0) + key.n + nbytes +
+		      (room_for_cas ? sizeof(uint64_t) : 0);
+	bool large =
+		nbytes > ITEM_SEG_VALUE_MAX || round8(size) > c->seg_size / 8;
+	struct item *it;
+	uint8_t layout = flags ? ITEM_HAS_FLAGS : 0;
+
+	*need = 0;
+	it = large ? large_alloc(c, size, nbytes, need)
+		   : (struct item *)cache__seg_alloc(c, thread, round8(size),
+						     need);
+	if (!it)
+		return NULL;
+	it->node.next = NULL;
+	it->cas = 0;
+	atomic_init(&it->exptime, exptime);
+	atomic_init(&it->atime, (uint32_t)cache_now());
+	atomic_init(&it->usage, layout);
+	it->nbytes16 = large ? ITEM_NBYTES_LARGE : (uint16_t)nbytes;
+	it->nkey = (uint8_t)key.n;
+	if (flags)
+		memcpy(it->data, &flags, sizeof(flags));
+	memcpy((char *)item_key(it), key.p, key.n);
+	return it;
+}
+
+void cache__item_choose_cas(struct item *it, uint64_t cas)
+{
+	atomic_store_explicit(&it->usage, item__usage(it) | ITEM_CAS_CHOSEN,
+			      memory_order_relaxed);
+	memcpy(cache__item_value_w(it) + item_nbytes(it), &cas, sizeof(cas));
+}
+
+void cache__item_set_marks(struct item *it, uint8_t marks)
+{
+	uint8_t u = item__usage(it);
+
+	atomic_store_explicit(
+		&it->usage,
+		(uint8_t)((u & ITEM_LAYOUT_BITS) | (marks & ~ITEM_LAYOUT_BITS)),
+		memory_order_relaxed);
+}
+
+void cache__item_discard(struct cache *c, unsigned int thread, struct item *it)
+{
+	struct seg *s = c->writers[thread].open;
+
+	if (cache__item_is_large(it)) {
+		struct large_item *l = cache__large_of(it);
+
+		cache__add64(&c->large, -(int64_t)l->footprint);
+		cache__add64(&c->mem, -(int64_t)l->footprint);
+		large_free(l);
+		return;
+	}
+	/* The last item of its open segment: give its bytes back. Else
+	 * they stay dead until the segment is evicted. */
+	if (s && (char *)it + cache__seg_bytes(it) == s->base + s->used)
+		s->used -= cache__seg_bytes(it);
+}
+
+/* The unit an item lives in. */
+static struct seg *unit_of(struct cache *c, const struct item *it)
+{
+	if (cache__item_is_large(it))
+		return &cache__large_of(it)->seg;
+	return &c->segs[(size_t)((const char *)it - c->arena) / c->seg_size];
+}
+
+static int64_t item_held(const struct item *it)
+{
+	return cache__item_is_large(it)
+		       ? (int64_t)cache__large_of(it)->footprint
+		       : (int64_t)cache__seg_bytes(it);
+}
+
+void cache__item_linked(struct cache *c, struct item *it)
+{
+	struct seg *u = unit_of(c, it);
+
+	if (!u->first_cas)
+		u->first_cas = it->cas;
+	cache__add64(&u->live, (int64_t)cache__seg_bytes(it));
+	cache__add64(&c->live, item_held(it));
+	cache__add64(&c->item_data, (int64_t)item_size(it));
+	if (u->large) {
+		cache__add64(&c->large_live, item_held(it));
+		/* Sealed into the log at once: a unit of its own. */
+		cache__seal(c, u);
+	}
+}
+
+void cache__item_unlinked(struct cache *c, struct item *it)
+{
+	struct seg *u = unit_of(c, it);
+
+	cache__add64(&c->live, -item_held(it));
+	cache__add64(&c->item_data, -(int64_t)item_size(it));
+	if (u->large) {
+		cache__add64(&c->large_live, -item_held(it));
+		cache__large_unlinked(c, u);
+		return;
+	}
+	if (atomic_fetch_sub_explicit(&u->live, (int64_t)cache__seg_bytes(it),
+				      memory_order_relaxed) ==
+	    (int64_t)cache__seg_bytes(it))
+		atomic_store_explicit(&c->dead_segs, true,
+				      memory_order_relaxed);
+}
+
+size_t cache_item_footprint(const struct item *it)
+{
+	if (cache__item_is_large(it))
+		return cache__large_of(it)->footprint;
+	return cache__seg_bytes(it);
+}
+
+void cache_thread_flush(struct cache *c)
+{
+	/* Nothing waits in a thread: units retire through call_rcu as
+	 * they are unlinked. Kept for callers that flush on exit. */
+	(void)c;
 }

@@ -23,10 +23,44 @@ static uint64_t next_cas(struct cache *c, unsigned int thread)
 	return seq * c->threads + thread + 1;
 }
 
+/* What one attempt of a write asks of its caller, outside the read-side
+ * section: make room, or try again. */
+struct attempt {
+	int64_t need; /* bytes to make room for */
+	bool retry;
+};
+
+/*
+ * A new unlinked item for writer thread, or NULL: when there was no room
+ * *a asks the caller to make some and try again (and *res is meaningless);
+ * else the allocator refused (*res CACHE_NO_MEMORY).
+ */
+static struct item *alloc_item(struct cache *c, unsigned int thread,
+			       struct cache_key key, uint32_t flags,
+			       uint32_t exptime, uint32_t nbytes,
+			       bool room_for_cas, struct attempt *a)
+{
+	int64_t need;
+	struct item *it = cache__item_alloc(c, thread, key, flags, exptime,
+					    nbytes, room_for_cas, &need);
+
+	if (!it && need) {
+		a->need = need;
+		a->retry = true;
+	}
+	return it;
+}
+
+/* The result of an attempt whose item could not be allocated. */
+static enum cache_result no_item(const struct attempt *a)
+{
+	return a->retry ? CACHE_NOT_STORED : CACHE_NO_MEMORY;
+}
+
 /* Builds the item a write would put in place of old (or none). */
 static struct item *build(struct cache *c, unsigned int thread,
 			  const struct cache_write *w, uint32_t exptime,
-			  const struct item *old)
+			  const struct item *old, struct attempt *a)
 {
 	struct cache_key key = w->key;
 	bool join =
@@ -34,35 +68,35 @@ static struct item *build(struct cache *c, unsigned int thread,
 	struct item *it;
 
 	if (!join) {
-		it = cache__item_alloc(c, key, w->flags, exptime, w->nbytes,
-				       w->cas_new != 0);
+		it = alloc_item(c, thread, key, w->flags, exptime, w->nbytes,
+				w->cas_new != 0, a);
 		if (it)
-			memcpy(it->data + key.n, w->value, w->nbytes);
+			memcpy(cache__item_value_w(it), w->value, w->nbytes);
 	} else {
 		/* Append and prepend keep the old flags and exptime. */
-		uint64_t total = (uint64_t)old->nbytes + w->nbytes;
+		uint32_t old_n = item_nbytes(old);
+		uint64_t total = (uint64_t)old_n + w->nbytes;
 
 		if (total > UINT32_MAX)
 			return NULL;
-		it = cache__item_alloc(
-			c, key, old->flags,
-			atomic_load_explicit(&old->exptime,
-					     memory_order_relaxed),
-			(uint32_t)total, w->cas_new != 0);
+		it = alloc_item(c, thread, key, item_flags(old),
+				atomic_load_explicit(&old->exptime,
+						     memory_order_relaxed),
+				(uint32_t)total, w->cas_new != 0, a);
 		if (!it)
 			return NULL;
-		char *dst = it->data + key.n;
+		char *dst = cache__item_value_w(it);
 		if (w->mode == CACHE_APPEND) {
-			memcpy(dst, item_value(old), old->nbytes);
-			memcpy(dst + old->nbytes, w->value, w->nbytes);
+			memcpy(dst, item_value(old), old_n);
+			memcpy(dst + old_n, w->value, w->nbytes);
 		} else {
 			memcpy(dst, w->value, w->nbytes);
-			memcpy(dst + w->nbytes, item_value(old), old->nbytes);
+			memcpy(dst + w->nbytes, item_value(old), old_n);
 		}
 	}
 	if (it) {
 		it->cas = next_cas(c, thread);
-		atomic_init(&it->usage, w->marks);
+		cache__item_set_marks(it, w->marks);
 		if (w->cas_new)
 			cache__item_choose_cas(it, w->cas_new);
 	}
@@ -70,57 +104,27 @@ static struct item *build(struct cache *c, unsigned int thread,
 }
 
 /*
- * Links fresh in place of old (NULL: a new key). Returns false when another
- * writer got in first (the caller decides again). fresh's bytes must be
- * reserved; on success old is returned through *dead for retiring.
+ * Links fresh in place of old (NULL: a new key), inside the read-side
+ * section. On failure (another writer got in first) fresh goes back and
+ * the caller is asked to decide again.
  */
-static bool link_item(struct cache *c, struct cache_key key, struct item *old,
-		      struct item *fresh, int64_t fp, struct item **dead)
+static bool place(struct cache *c, unsigned int thread, struct cache_key key,
+		  struct item *old, struct item *fresh, struct attempt *a)
 {
-	if (!old) {
-		if (rhashtable_lookup_get_insert_key(&c->ht, &key, &fresh->node,
-						     cache__params))
-			return false;
-	} else if (rhashtable_replace_fast(&c->ht, &old->node, &fresh->node,
-					   cache__params)) {
+	if (old ? rhashtable_replace_fast(&c->ht, &old->node, &fresh->node,
+					  cache__params) != 0
+		: rhashtable_lookup_get_insert_key(&c->ht, &key, &fresh->node,
+						   cache__params) != NULL) {
+		cache__item_discard(c, thread, fresh);
+		a->retry = true;
 		return false;
-	} else {
-		*dead = old;
 	}
-	cache__mem_linked(c, fresh, fp);
-	cache__queue_push(c, fresh);
+	cache__item_linked(c, fresh);
+	if (old)
+		cache__item_unlinked(c, old);
 	if (atomic_load_explicit(&fresh->exptime, memory_order_relaxed))
 		atomic_store_explicit(&c->sweep_wanted, true,
 				      memory_order_relaxed);
-	return true;
-}
-
-/* What one attempt of a write asks of its caller, outside the read-side
- * section: retire an unlinked item, make room, or try again. */
-struct attempt {
-	struct item *dead;
-	int64_t need; /* bytes to make room for */
-	bool retry;
-};
-
-/* Reserves and links fresh; on failure frees it and says why in *a. */
-static bool place(struct cache *c, struct cache_key key, struct item *old,
-		  struct item *fresh, struct attempt *a)
-{
-	int64_t fp = (int64_t)cache_item_footprint(fresh);
-
-	if (!cache__mem_reserve(c, fp)) {
-		free(fresh);
-		a->need = fp;
-		a->retry = true;
-		return false;
-	}
-	if (!link_item(c, key, old, fresh, fp, &a->dead)) {
-		cache__add64(&c->mem, -fp);
-		free(fresh);
-		a->retry = true;
-		return false;
-	}
 	return true;
 }
 
@@ -184,33 +188,30 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 					       memory_order_relaxed);
 		w = &stale;
 	}
-	fresh = build(c, thread, w, exptime, live ? old : NULL);
+	fresh = build(c, thread, w, exptime, live ? old : NULL, a);
 	if (!fresh)
-		return CACHE_NO_MEMORY;
+		return no_item(a);
 	if (cas_out)
 		*cas_out = item_cas(fresh); /* before linking: then it may go */
 	if (w->nbytes_out)
-		*w->nbytes_out = fresh->nbytes;
+		*w->nbytes_out = item_nbytes(fresh);
 	if (w->seq_out)
 		*w->seq_out = fresh->cas;
-	return place(c, w->key, old, fresh, a) ? CACHE_STORED
-					       : CACHE_NOT_STORED;
+	return place(c, thread, w->key, old, fresh, a) ? CACHE_STORED
+						       : CACHE_NOT_STORED;
 }
 
 /* After an attempt, outside the read-side section. False: give up with
  * CACHE_NO_MEMORY (the item cannot fit even in an empty cache). */
 static bool settle(struct cache *c, struct attempt *a, unsigned int *tries)
 {
-	if (a->dead) {
-		cache__item_unlinked(c, a->dead);
-		a->dead = NULL;
-	}
 	if (a->need) {
 		int64_t need = a->need;
 
 		a->need = 0;
 		/* Writers racing for the same room: bounded retries. */
-		if (!cache__make_room(c, need) || ++*tries > 100)
+		if (!cache__make_room(c, need, need == (int64_t)c->seg_size) ||
+		    ++*tries > 100)
 			return false;
 	}
 	return true;
@@ -269,7 +270,6 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 
 bool cache_delete(struct cache *c, struct cache_key key)
 {
-	struct item *dead = NULL;
 	bool live = false;
 
 	rhkv_rcu_read_lock();
@@ -281,13 +281,11 @@ bool cache_delete(struct cache *c, struct cache_key key)
 			break;
 		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params)) {
 			live = cache_item_live(c, it, cache_now());
-			dead = it;
+			cache__item_unlinked(c, it);
 			break;
 		}
 	}
 	rhkv_rcu_read_unlock();
-	if (dead)
-		cache__item_unlinked(c, dead);
 	return live;
 }
 
@@ -295,7 +293,6 @@ enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
 				   uint64_t cas_in)
 {
 	enum cache_result res = CACHE_NOT_FOUND;
-	struct item *dead = NULL;
 
 	rhkv_rcu_read_lock();
 	for (;;) {
@@ -309,29 +306,27 @@ enum cache_result cache_delete_cas(struct cache *c, struct cache_key key,
 		}
 		/* Fails when a writer replaced this very item: look again. */
 		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params)) {
-			dead = it;
+			cache__item_unlinked(c, it);
 			res = CACHE_STORED;
 			break;
 		}
 	}
 	rhkv_rcu_read_unlock();
-	if (dead)
-		cache__item_unlinked(c, dead);
 	return res;
 }
 
 /* A copy of the live item old with value bytes [0, nbytes) of it, for the
  * meta writes that change an item's marks or drop its value. */
-static struct item *copy_item(struct cache *c, const struct item *old,
-			      struct cache_key key, uint32_t nbytes,
-			      uint32_t flags, uint32_t exptime,
-			      bool room_for_cas)
+static struct item *copy_item(struct cache *c, unsigned int thread,
+			      const struct item *old, struct cache_key key,
+			      uint32_t nbytes, uint32_t flags, uint32_t exptime,
+			      bool room_for_cas, struct attempt *a)
 {
-	struct item *it =
-		cache__item_alloc(c, key, flags, exptime, nbytes, room_for_cas);
+	struct item *it = alloc_item(c, thread, key, flags, exptime, nbytes,
+				     room_for_cas, a);
 
 	if (it)
-		memcpy(it->data + key.n, item_value(old), nbytes);
+		memcpy(cache__item_value_w(it), item_value(old), nbytes);
 	return it;
 }
 
@@ -367,15 +362,15 @@ static enum cache_result rewrite_once(struct cache *c, const struct job *j,
 	chosen = rw->cas_new				  ? rw->cas_new
 		 : rw->empty && (usage & ITEM_CAS_CHOSEN) ? item_cas(old)
 							  : 0;
-	fresh = copy_item(c, old, key, rw->empty ? 0 : old->nbytes,
-			  rw->empty ? rw->flags : old->flags,
+	fresh = copy_item(c, thread, old, key, rw->empty ? 0 : item_nbytes(old),
+			  rw->empty ? rw->flags : item_flags(old),
 			  rw->set_exptime
 				  ? rw->exptime
 				  : atomic_load_explicit(&old->exptime,
 							 memory_order_relaxed),
-			  chosen != 0);
+			  chosen != 0, a);
 	if (!fresh)
-		return CACHE_NO_MEMORY;
+		return no_item(a);
 	/* An emptied item starts afresh but for its key; an invalidated
 	 * one is stale, and the next fetcher wins the recache. */
 	usage &= rw->empty ? ITEM_KEY_BINARY
@@ -383,7 +378,7 @@ static enum cache_result rewrite_once(struct cache *c, const struct job *j,
 				     ITEM_WON;
 	if (rw->invalidate)
 		usage = (uint8_t)((usage | ITEM_STALE) & ~ITEM_WON);
-	atomic_init(&fresh->usage, usage);
+	cache__item_set_marks(fresh, usage);
 	if (!rw->empty)
 		atomic_init(&fresh->atime,
 			    atomic_load_explicit(&old->atime,
@@ -393,7 +388,8 @@ static enum cache_result rewrite_once(struct cache *c, const struct job *j,
 		cache__item_choose_cas(fresh, chosen);
 	if (cas_out)
 		*cas_out = item_cas(fresh);
-	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
+	return place(c, thread, key, old, fresh, a) ? CACHE_STORED
+						    : CACHE_NOT_STORED;
 }
 
 static enum cache_result rewrite(struct cache *c, unsigned int thread,
@@ -504,30 +500,29 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 		return CACHE_NOT_FOUND;
 	if (q->cas_in && q->cas_in != item_cas(old))
 		return CACHE_EXISTS;
-	if (!parse_u64(item_value(old), old->nbytes, &v))
+	if (!parse_u64(item_value(old), item_nbytes(old), &v))
 		return CACHE_NON_NUMERIC;
 	v = q->incr ? v + q->delta : (v < q->delta ? 0 : v - q->delta);
 	len = snprintf(num, sizeof(num), "%" PRIu64, v);
 	/* A shorter result keeps the old length, padded with spaces, as
 	 * memcached's in-place update does. */
-	width = len < (int)old->nbytes ? (int)old->nbytes : len;
+	width = len < (int)item_nbytes(old) ? (int)item_nbytes(old) : len;
 	out->exptime_before =
 		atomic_load_explicit(&old->exptime, memory_order_relaxed);
 	exptime = q->set_exptime ? q->exptime : out->exptime_before;
-	fresh = cache__item_alloc(c, key, old->flags, exptime, (uint32_t)width,
-				  q->cas_new != 0);
+	fresh = alloc_item(c, thread, key, item_flags(old), exptime,
+			   (uint32_t)width, q->cas_new != 0, a);
 	if (!fresh)
-		return CACHE_NO_MEMORY;
-	memset(fresh->data + key.n, ' ', (size_t)width);
-	memcpy(fresh->data + key.n, num, (size_t)len);
+		return no_item(a);
+	memset(cache__item_value_w(fresh), ' ', (size_t)width);
+	memcpy(cache__item_value_w(fresh), num, (size_t)len);
 	fresh->cas = next_cas(c, thread);
-	if (len <= (int)old->nbytes) {
+	if (len <= (int)item_nbytes(old)) {
 		/* What memcached's update in place keeps. */
-		atomic_init(&fresh->usage,
-			    atomic_load_explicit(&old->usage,
-						 memory_order_relaxed) &
-				    (ITEM_FETCHED | ITEM_WON | ITEM_STALE |
-				     ITEM_KEY_BINARY));
+		cache__item_set_marks(fresh,
+				      item__usage(old) &
+					      (ITEM_FETCHED | ITEM_WON |
+					       ITEM_STALE | ITEM_KEY_BINARY));
 		atomic_init(&fresh->atime,
 			    atomic_load_explicit(&old->atime,
 						 memory_order_relaxed));
@@ -537,7 +532,8 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 	out->value = v;
 	out->cas = item_cas(fresh);
 	out->exptime = exptime;
-	return place(c, key, old, fresh, a) ? CACHE_STORED : CACHE_NOT_STORED;
+	return place(c, thread, key, old, fresh, a) ? CACHE_STORED
+						    : CACHE_NOT_STORED;
 }
 
 static enum cache_result incr_run(struct cache *c, unsigned int thread,

@@ -67,7 +67,7 @@ static void exec_get(struct conn *c, const struct request *r)
 					cache_item_set_exptime(cache, it,
 							       exptime);
 				ops->value(c, r, it);
-				nbytes = it->nbytes;
+				nbytes = item_nbytes(it);
 			}
 			rhkv_rcu_read_unlock();
 		}
@@ -374,7 +374,7 @@ static void metadump_item(const struct item *it, void *arg)
 			atomic_load_explicit(&it->usage, memory_order_relaxed) &
 			ITEM_FETCHED,
 		.cls = 1,
-		.size = ITEM_HEADER_BYTES + it->nkey + it->nbytes + 2,
+		.size = (uint32_t)item_size(it),
 	};
 	char line[PROTO_METADUMP_LINE_MAX];
 

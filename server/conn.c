@@ -162,6 +162,10 @@ void conn_add(struct conn *c, const void *p, size_t n)
 		c->broken = true;
 }
 
+/* Segment items are copied: only large items can be referenced. */
+_Static_assert(REPLY_COPY_MAX >= ITEM_SEG_VALUE_MAX,
+	       "a segment item's value would be sent by reference");
+
 static void unpin_item(const void *data, size_t len, void *arg)
 {
 	(void)data;

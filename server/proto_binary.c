@@ -448,9 +448,9 @@ static void values_begin(struct conn *c, const struct request *r)
 static void pack_item(msgpack_packer *pk, const struct item *it)
 {
 	msgpack_pack_array(pk, 3);
-	msgpack_pack_uint32(pk, it->flags);
-	msgpack_pack_bin(pk, it->nbytes);
-	msgpack_pack_bin_body(pk, item_value(it), it->nbytes);
+	msgpack_pack_uint32(pk, item_flags(it));
+	msgpack_pack_bin(pk, item_nbytes(it));
+	msgpack_pack_bin_body(pk, item_value(it), item_nbytes(it));
 	msgpack_pack_uint64(pk, item_cas(it));
 }
 
@@ -496,12 +496,12 @@ static void value_by_reference(struct conn *c, const struct request *r,
 
 	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 	msgpack_pack_array(&s->pk, 3);
-	msgpack_pack_uint32(&s->pk, it->flags);
-	msgpack_pack_bin(&s->pk, it->nbytes);
+	msgpack_pack_uint32(&s->pk, item_flags(it));
+	msgpack_pack_bin(&s->pk, item_nbytes(it));
 	/* The cas's encoding, at most 9 bytes, into a stack buffer. */
 	msgpack_packer_init(&tpk, &tsb, msgpack_sbuffer_write);
 	msgpack_pack_uint64(&tpk, item_cas(it));
-	frame_end_by_reference(c, f, it, item_value(it), it->nbytes, tail,
+	frame_end_by_reference(c, f, it, item_value(it), item_nbytes(it), tail,
 			       tsb.size);
 }
 
@@ -514,7 +514,7 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 		pack_item(&s->pk, it);
 		return;
 	}
-	if (it->nbytes > REPLY_COPY_MAX) {
+	if (item_nbytes(it) > REPLY_COPY_MAX) {
 		value_by_reference(c, r, it);
 		return;
 	}

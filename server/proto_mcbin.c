@@ -317,10 +317,10 @@ static bool with_key(const struct request *r)
 static void value(struct conn *c, const struct request *r, struct item *it)
 {
 	char flags[4];
-	uint32_t n = base_op(r) == MCBIN_TOUCH ? 0 : it->nbytes;
+	uint32_t n = base_op(r) == MCBIN_TOUCH ? 0 : item_nbytes(it);
 	struct part key = { item_key(it), it->nkey };
 
-	mcbin_store32(flags, it->flags);
+	mcbin_store32(flags, item_flags(it));
 	respond(c, r, MCBIN_ST_OK, item_cas(it), (struct part){ flags, 4 },
 		with_key(r) ? key : none, none, n);
 	if (n)

@@ -391,7 +391,7 @@ static void nothing(struct conn *c, const struct request *r)
 }
 
 /*
- * VALUE line, then the data and its "\r\n" (stored with the value).
+ * VALUE line, then the data and its "\r\n".
  *
  * One multi-get's reply is written whole, whatever the output limit
  * (--output-limit pauses reading between requests, not inside one). A
@@ -418,10 +418,11 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 		c->close_when_done = true;
 		return;
 	}
-	n = proto_text_value_header(hdr, item_key(it), it->nkey, it->flags,
-				    it->nbytes, with_cas, item_cas(it));
+	n = proto_text_value_header(hdr, item_key(it), it->nkey, item_flags(it),
+				    item_nbytes(it), with_cas, item_cas(it));
 	conn_add(c, hdr, n);
-	conn_add_item_bytes(c, it, item_value(it), it->nbytes + 2);
+	conn_add_item_bytes(c, it, item_value(it), item_nbytes(it));
+	conn_add(c, "\r\n", 2);
 }
 
 static void values_end(struct conn *c, const struct request *r)
@@ -690,9 +691,10 @@ static void meta(struct conn *c, const struct request *r,
 		line_put(&l, "\r\n", 2);
 	}
 	conn_add(c, l.b, l.n);
-	if (m->code == META_VA && m->it)
-		conn_add_item_bytes(c, m->it, item_value(m->it),
-				    m->value_len + 2);
+	if (m->code == META_VA && m->it) {
+		conn_add_item_bytes(c, m->it, item_value(m->it), m->value_len);
+		conn_add(c, "\r\n", 2);
+	}
 }
 
 const struct protocol protocol_text = {

@@ -154,7 +154,8 @@ size_t text_get_line_max(const struct config *cfg);
 #define CONN_PREAUTH_LIMIT 4096
 
 /* Values up to this size are copied into the output inside the read-side
- * section; larger ones are referenced, pinned by the item's refcount. */
+ * section; larger ones (large items: cache.h) are referenced, pinned by
+ * the item's refcount. */
 #define REPLY_COPY_MAX 16384
 
 /*

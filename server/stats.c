@@ -146,12 +146,12 @@ static const char help_limit[] =
 	"and the hash table";
 static const char help_items[] = "Items in the cache";
 static const char help_bytes[] = "Bytes of the items in the cache, as "
-				 "allocated";
+				 "placed (8-byte rounded in a segment)";
 static const char help_hash_bytes[] = "Bytes of the hash table's bucket "
 				      "arrays";
 static const char help_retired[] =
-	"Bytes of items removed from the cache, freed once no reader can "
-	"still see them";
+	"Bytes of segments and large items removed from the cache, reused "
+	"once no reader can still see them";
 static const char help_conn_bytes[] =
 	"Bytes of every client connection's input and output buffers";
 
@@ -544,23 +544,49 @@ static void stats_memory(struct server *srv, const struct stats_sink *k)
 	cache_get_stats(srv->cache, &cs, false);
 	headers = (uint64_t)cs.curr_items * ITEM_HEADER_BYTES;
 	stats__put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
-	stats__put_u(
-		k, STATS_GAUGE, "accounted_bytes",
-		"Bytes counted against limit_maxbytes: bytes + retired_bytes + "
-		"hash_bytes",
-		cs.bytes + cs.retired_bytes + cs.hash_bytes);
+	stats__put_u(k, STATS_GAUGE, "accounted_bytes",
+		     "Bytes counted against limit_maxbytes: segment_bytes + "
+		     "large_bytes + hash_bytes",
+		     cs.accounted + cs.hash_bytes);
 	stats__put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
 	/* bytes = item_headers + item_keys_values + item_alloc_overhead */
 	stats__put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
 	stats__put_u(k, STATS_GAUGE, "item_headers",
 		     "Bytes of the items' headers", headers);
 	stats__put_u(k, STATS_GAUGE, "item_keys_values",
-		     "Bytes of the items' keys and values",
+		     "Bytes of the items' flags, keys, values and chosen cas",
 		     cs.item_data - headers);
+	stats__put_u(k, STATS_GAUGE, "item_alloc_overhead",
+		     "Bytes items take beyond their data: rounding to 8 in a "
+		     "segment, the allocator's share of a large item",
+		     cs.bytes - cs.item_data);
+	stats__put_u(k, STATS_GAUGE, "segment_size", "Bytes of one segment",
+		     cs.segment_size);
+	stats__put_u(k, STATS_GAUGE, "segments",
+		     "Segments resident: holding items, retiring, or free",
+		     cs.segments);
+	stats__put_u(k, STATS_GAUGE, "segments_free",
+		     "Resident segments free for the next writer",
+		     cs.segments_free);
+	stats__put_u(k, STATS_GAUGE, "segment_bytes",
+		     "Bytes of resident segments",
+		     cs.segments * cs.segment_size);
+	stats__put_u(k, STATS_GAUGE, "large_bytes",
+		     "Bytes of large items' own allocations, retiring ones "
+		     "included",
+		     cs.large_bytes);
+	stats__put_u(k, STATS_GAUGE, "segment_unused_bytes",
+		     "Bytes of resident segments holding no linked item: dead "
+		     "items not yet evicted, tail space, free and retiring "
+		     "segments",
+		     cs.segments * cs.segment_size - cs.segment_live);
+	stats__put_u(k, STATS_COUNTER, "items_carried",
+		     "Visited items eviction kept (copied forward)",
+		     cs.carried);
 	stats__put_u(
-		k, STATS_GAUGE, "item_alloc_overhead",
-		"Bytes the allocator gives items beyond header, key and value",
-		cs.bytes - cs.item_data);
+		k, STATS_COUNTER, "segments_freed_empty",
+		"Segments freed when their last item went, before eviction",
+		cs.segments_freed_empty);
 	stats__put_u(k, STATS_GAUGE, "hash_bytes", help_hash_bytes,
 		     cs.hash_bytes);
 	stats__put_u(k, STATS_GAUGE, "retired_bytes", help_retired,

@@ -181,7 +181,7 @@ static void dump_item(const struct item *it, void *arg)
 	kn = proto_text_key(name, item_key(it), it->nkey, false, &b64);
 	memcpy(name + kn, b64 ? " b" : "", b64 ? 3 : 1);
 	snprintf(value, sizeof(value), "[%" PRIu32 " b; %" PRIu32 " s]",
-		 it->nbytes,
+		 item_nbytes(it),
 		 atomic_load_explicit(&it->exptime, memory_order_relaxed));
 	len = snprintf(line, sizeof(line), "ITEM %s %s", name, value);
 	if (d->bytes + (size_t)len + 2 > CACHEDUMP_MAX_BYTES) {
