@@ -99,8 +99,7 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 void cache_destroy(struct cache *c)
 {
 	cache__maint_stop(c);
-	/* Retiring units are on the call_rcu queue. */
-	cache__reclaim_wait(c);
+	cache__reclaim(c); /* retired units pooled or freed */
 	/* Items die with their segments and large units (the log). */
 	rhashtable_destroy(&c->ht);
 	cache__memory_destroy(c);
@@ -303,6 +302,7 @@ void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain)
 	st->segments_free = load_ul(&c->pooled);
 	st->large_bytes = nonneg(cache__load64(&c->large));
 	st->carried = load_ul(&c->carried);
+	st->passed_over = load_ul(&c->segs_requeued);
 	st->segments_freed_empty = load_ul(&c->segs_freed_dead);
 	st->hash_bytes = rhashtable_bucket_bytes(&c->ht);
 	st->evictions = load_ul(&c->evictions);

@@ -436,7 +436,8 @@ struct cache_stats {
 	unsigned long segments;	     /* resident */
 	unsigned long segments_free; /* of those, pooled */
 	uint64_t large_bytes;	     /* large items, linked or retiring */
-	unsigned long carried;	     /* visited items eviction kept */
+	unsigned long carried;	     /* items eviction copied forward */
+	unsigned long passed_over;   /* units eviction put back whole */
 	unsigned long segments_freed_empty; /* freed before eviction */
 	unsigned long evictions, evicted_unfetched, evicted_active;
 	unsigned long expired_unfetched, reclaimed;

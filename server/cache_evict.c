@@ -117,17 +117,95 @@ static struct item *carry_copy(struct cache *c, const struct item *it)
 /* The carry segment gives back the last copy (its replace failed). */
 static void carry_undo(struct cache *c, struct item *copy)
 {
-	c->writers[c->threads].open->used -= cache__seg_bytes(copy);
+	struct seg *s = atomic_load_explicit(&c->writers[c->threads].open,
+					     memory_order_relaxed);
+
+	s->used -= cache__seg_bytes(copy);
 }
 
-/* Visited live items forward (up to a share of the segment), every other
- * linked item out of the table. Under evict_lock. */
-static void evict_segment(struct cache *c, struct seg *u)
+/*
+ * What eviction keeps of a segment: its visited live items, and while the
+ * cache is not full of live items (dead bytes fill the log: overwrites,
+ * deletes) every live item, for evicting live data then would lose what
+ * still fits. full: linked items hold 3/4 of the budget or more.
+ */
+static bool cache_full(struct cache *c)
 {
-	uint32_t carry_left = (uint32_t)(c->seg_size / CARRY_MAX_DIV);
+	return cache__load64(&c->live) * 4 >= cache__item_budget(c) * 3;
+}
+
+static bool keep_item(const struct item *it, bool live, bool full)
+{
+	return live && (!full || (item__usage(it) & ITEM_VISITED));
+}
+
+/* Bytes of u's items that keep_item() keeps (when the cache is not full,
+ * its linked items' count: expired ones are few). */
+static uint32_t kept_bytes(struct cache *c, struct seg *u, int64_t now,
+			   bool full)
+{
+	uint32_t kept = 0;
+
+	if (!full)
+		return (uint32_t)atomic_load_explicit(&u->live,
+						      memory_order_relaxed);
+
+	rhkv_rcu_read_lock();
+	for (uint32_t off = 0; off < u->used;) {
+		struct item *it = (struct item *)(u->base + off);
+
+		off += cache__seg_bytes(it);
+		if (keep_item(it, cache_item_live(c, it, now), full))
+			kept += cache__seg_bytes(it);
+	}
+	rhkv_rcu_read_unlock();
+	return kept;
+}
+
+/* Back to the head of the log, copied nowhere; in a full cache its visits
+ * are cleared, as SIEVE's hand clears them passing over visited items. */
+static void pass_over(struct cache *c, struct seg *u, bool full)
+{
+	if (full) {
+		rhkv_rcu_read_lock();
+		for (uint32_t off = 0; off < u->used;) {
+			struct item *it = (struct item *)(u->base + off);
+
+			off += cache__seg_bytes(it);
+			if (item__usage(it) & ITEM_VISITED)
+				atomic_fetch_and_explicit(
+					&it->usage, (uint8_t)~ITEM_VISITED,
+					memory_order_relaxed);
+		}
+		rhkv_rcu_read_unlock();
+	}
+	pthread_mutex_lock(&c->log_lock);
+	log_push_locked(c, u);
+	pthread_mutex_unlock(&c->log_lock);
+	cache__count(&c->segs_requeued);
+}
+
+/*
+ * Carries u's kept items forward and unlinks the rest, then retires u.
+ * When more than a share of u would be kept (a hot segment, often a carry
+ * segment itself, or a live one in a cache of mostly dead bytes) copying
+ * would free little: u is passed over instead, unless force (a lap passed
+ * over everything): then at most that share is carried and the rest goes.
+ * Returns false when u was passed over. Under evict_lock.
+ */
+static bool evict_segment(struct cache *c, struct seg *u, bool force)
+{
+	bool full = cache_full(c);
+	uint32_t share = (uint32_t)(full ? c->seg_size / CARRY_MAX_DIV
+					 : c->seg_size / 8 * 7);
+	uint32_t carry_left = share;
 	int64_t now = cache_now();
 	unsigned int step = 0;
 
+	if (!force && kept_bytes(c, u, now, full) > share) {
+		pass_over(c, u, full);
+		return false;
+	}
 	rhkv_rcu_read_lock();
 	for (uint32_t off = 0; off < u->used;) {
 		struct item *it = (struct item *)(u->base + off);
@@ -141,19 +219,38 @@ static void evict_segment(struct cache *c, struct seg *u)
 			rhkv_rcu_read_unlock();
 			rhkv_rcu_read_lock();
 		}
-		if (live && (usage & ITEM_VISITED) && n <= carry_left &&
-		    (copy = carry_copy(c, it))) {
-			if (rhashtable_replace_fast(&c->ht, &it->node,
-						    &copy->node,
-						    cache__params) == 0) {
+		if (keep_item(it, live, full) && n <= carry_left) {
+			copy = carry_copy(c, it);
+			if (!copy && cache__load64(&c->retired) >=
+					     (int64_t)c->seg_size) {
+				/* Segments retiring: once they are free
+				 * the carry segment takes one. */
+				rhkv_rcu_read_unlock();
+				cache__reclaim(c);
+				rhkv_rcu_read_lock();
+				copy = carry_copy(c, it);
+			}
+			if (!copy && !full && !force) {
+				/* No segment to carry to yet: what is left
+				 * of u stays, rather than live items go
+				 * from a cache that holds them. */
+				rhkv_rcu_read_unlock();
+				pass_over(c, u, false);
+				return false;
+			}
+			if (copy && rhashtable_replace_fast(
+					    &c->ht, &it->node, &copy->node,
+					    cache__params) == 0) {
 				carry_left -= n;
 				cache__item_linked(c, copy);
 				cache__item_unlinked(c, it);
 				cache__count(&c->carried);
 				continue;
 			}
-			carry_undo(c, copy); /* it was unlinked already */
-			continue;
+			if (copy) {
+				carry_undo(c, copy); /* unlinked already */
+				continue;
+			}
 		}
 		/* Fails when it is out of the table already. */
 		if (rhashtable_remove_fast(&c->ht, &it->node, cache__params))
@@ -163,22 +260,26 @@ static void evict_segment(struct cache *c, struct seg *u)
 	}
 	rhkv_rcu_read_unlock();
 	cache__seg_retire(c, u);
+	return true;
 }
 
-/* A large unit: visited and live, it goes back to the head of the log
- * (nothing to copy); else it is unlinked and retired. Under evict_lock. */
-static void evict_large(struct cache *c, struct seg *u)
+/* A large unit that eviction keeps (keep_item) goes back to the head of
+ * the log, nothing to copy, unless force; else it is unlinked and
+ * retired. Returns false when it was passed over. Under evict_lock. */
+static bool evict_large(struct cache *c, struct seg *u, bool force)
 {
 	struct item *it = (struct item *)u->base;
-	bool live, requeued = false;
+	bool full = cache_full(c), live, requeued = false;
 	uint8_t usage;
 
 	rhkv_rcu_read_lock();
 	usage = item__usage(it);
 	live = cache_item_live(c, it, cache_now());
-	if (live && (usage & ITEM_VISITED)) {
-		atomic_fetch_and_explicit(&it->usage, (uint8_t)~ITEM_VISITED,
-					  memory_order_relaxed);
+	if (!force && keep_item(it, live, full)) {
+		if (full)
+			atomic_fetch_and_explicit(&it->usage,
+						  (uint8_t)~ITEM_VISITED,
+						  memory_order_relaxed);
 		pthread_mutex_lock(&c->log_lock);
 		if (!u->unlinked) {
 			log_push_locked(c, u);
@@ -186,7 +287,7 @@ static void evict_large(struct cache *c, struct seg *u)
 		}
 		pthread_mutex_unlock(&c->log_lock);
 		if (requeued)
-			cache__count(&c->carried);
+			cache__count(&c->segs_requeued);
 	} else if (rhashtable_remove_fast(&c->ht, &it->node, cache__params) ==
 		   0) {
 		cache__item_unlinked(c, it); /* retires u */
@@ -194,10 +295,12 @@ static void evict_large(struct cache *c, struct seg *u)
 	}
 	/* Else its unlinker retires it. */
 	rhkv_rcu_read_unlock();
+	return !requeued;
 }
 
-bool cache__evict_one(struct cache *c)
+enum evict_result cache__evict_one(struct cache *c, bool force)
 {
+	enum evict_result res = EVICT_EMPTY;
 	struct seg *u;
 
 	pthread_mutex_lock(&c->evict_lock);
@@ -208,12 +311,29 @@ bool cache__evict_one(struct cache *c)
 		u->state = SEG_EVICTING;
 	}
 	pthread_mutex_unlock(&c->log_lock);
-	if (u && u->large)
-		evict_large(c, u);
-	else if (u)
-		evict_segment(c, u);
+	if (u)
+		res = (u->large ? evict_large(c, u, force)
+				: evict_segment(c, u, force))
+			      ? EVICT_FREED
+			      : EVICT_PASSED;
 	pthread_mutex_unlock(&c->evict_lock);
-	return u != NULL;
+	return res;
+}
+
+bool cache__evict_some(struct cache *c)
+{
+	/* Each unit passed over lost its visits: a lap at most. */
+	unsigned long laps =
+		atomic_load_explicit(&c->seg_resident, memory_order_relaxed) +
+		16;
+
+	for (unsigned long i = 0; i <= laps; i++) {
+		enum evict_result r = cache__evict_one(c, i == laps);
+
+		if (r != EVICT_PASSED)
+			return r == EVICT_FREED;
+	}
+	return false;
 }
 
 void cache__free_dead_segments(struct cache *c)
@@ -245,12 +365,14 @@ static bool fits(struct cache *c, int64_t want, bool for_segment)
 	if (for_segment &&
 	    atomic_load_explicit(&c->pooled, memory_order_relaxed))
 		return true;
-	return cache__load64(&c->mem) + want <= cache__item_budget(c);
+	/* Writers leave a segment's room for the evictor's carry. */
+	return cache__load64(&c->mem) + want + (int64_t)c->seg_size <=
+	       cache__item_budget(c);
 }
 
 bool cache__make_room(struct cache *c, int64_t want, bool for_segment)
 {
-	if (want > cache__item_budget(c))
+	if (want + (int64_t)c->seg_size > cache__item_budget(c))
 		return false;
 	for (unsigned int idle = 0; idle < 3;) {
 		if (fits(c, want, for_segment))
@@ -259,14 +381,13 @@ bool cache__make_room(struct cache *c, int64_t want, bool for_segment)
 		 * back to the kernel. */
 		if (!for_segment && cache__pool_trim(c, 0))
 			continue;
-		/* Too much waiting for a grace period, or nothing left to
-		 * evict: wait for it, which pools or frees those units. */
-		if (cache__load64(&c->retired) >
-			    (int64_t)(cache__limit(c) / 16) ||
-		    !cache__evict_one(c)) {
+		/* Units evicted already are room after a grace period. */
+		if (cache__load64(&c->retired) > 0 && cache__reclaim(c))
+			continue;
+		if (!cache__evict_some(c)) {
 			cache__free_dead_segments(c);
-			cache__reclaim_wait(c);
-			idle++;
+			if (!cache__reclaim(c))
+				idle++;
 		}
 	}
 	return fits(c, want, for_segment);

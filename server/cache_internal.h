@@ -43,8 +43,7 @@ struct seg {
 	bool large;
 	bool unlinked;	      /* a large unit whose item is out of the table */
 	_Atomic int64_t live; /* bytes of its items linked in the table */
-	uint64_t first_cas;   /* write sequence of its first item (age) */
-	struct rcu_head rcu;  /* retiring */
+	_Atomic uint32_t published; /* items below are built (age) */
 };
 
 /* Before a large item, in the same allocation. nbytes is its last field:
@@ -80,7 +79,7 @@ static inline uint32_t cache__seg_bytes(const struct item *it)
 /* Which segment each writer appends to: one per worker thread and one
  * for the evictor's carried items (the last), each alone on its line. */
 struct seg_writer {
-	_Alignas(64) struct seg *open;
+	_Alignas(64) struct seg *_Atomic open; /* written by its owner */
 };
 
 /* ITEM_* bits that say how an item is laid out: set when it is built,
@@ -118,9 +117,11 @@ struct cache {
 	struct seg *segs;	    /* [nsegs] */
 	struct seg_writer *writers; /* [threads + 1] */
 	pthread_mutex_t pool_lock;
-	struct seg *pool;     /* free, resident, counted in mem */
-	struct seg *released; /* free, handed back to the kernel */
-	size_t fresh;	      /* segments [fresh, nsegs) never used */
+	struct seg *pool;	 /* free, resident, counted in mem */
+	struct seg *carry_spare; /* free, resident: the evictor's next */
+	struct seg *retiring;	 /* unlinked units, awaiting a grace period */
+	struct seg *released;	 /* free, handed back to the kernel */
+	size_t fresh;		 /* segments [fresh, nsegs) never used */
 	_Atomic unsigned long pooled, seg_resident;
 
 	/* The eviction log; evict_lock makes one evictor at a time (it owns
@@ -167,6 +168,7 @@ struct cache {
 	_Atomic unsigned long malloc_fails; /* items not allocated */
 	_Atomic unsigned long carried;	    /* visited items kept by eviction */
 	_Atomic unsigned long segs_freed_dead; /* emptied, freed early */
+	_Atomic unsigned long segs_requeued;   /* mostly hot: passed over */
 	/* The sweep's own: items it looked at, dead ones it took out. */
 	_Atomic unsigned long sweep_checked, sweep_reclaimed;
 };
@@ -300,10 +302,12 @@ void cache__item_linked(struct cache *c, struct item *it);
  * item's allocation is retired here too.
  */
 void cache__item_unlinked(struct cache *c, struct item *it);
-/* Waits until every retiring unit of c is freed or pooled. */
-void cache__reclaim_wait(struct cache *c);
-/* A sealed segment back to the pool after a grace period (retiring). */
+/* A unit whose items are all out of the table: freed or pooled by the
+ * next cache__reclaim. */
 void cache__seg_retire(struct cache *c, struct seg *s);
+/* Waits for a grace period and frees or pools every unit retired before
+ * it; outside read-side sections. Whether there was any. */
+bool cache__reclaim(struct cache *c);
 /* Gives pooled segments back to the kernel until at most keep remain;
  * how many it gave back. */
 unsigned long cache__pool_trim(struct cache *c, unsigned long keep);
@@ -316,8 +320,13 @@ void cache__seal(struct cache *c, struct seg *s);
 /* Evicts until want more bytes fit; whether they do. for_segment: a free
  * segment in the pool is room enough. */
 bool cache__make_room(struct cache *c, int64_t want, bool for_segment);
-/* Evicts the oldest unit of the log; false when the log is empty. */
-bool cache__evict_one(struct cache *c);
+/* Evicts the oldest unit of the log, or passes over it (mostly kept:
+ * back to the head) unless force. */
+enum evict_result { EVICT_FREED, EVICT_PASSED, EVICT_EMPTY };
+enum evict_result cache__evict_one(struct cache *c, bool force);
+/* Evicts one unit, passing over at most a lap of them; false when nothing
+ * was freed (the log is empty, or everything stayed hot). */
+bool cache__evict_some(struct cache *c);
 /* Takes sealed segments without a live item off the log and retires them. */
 void cache__free_dead_segments(struct cache *c);
 /* A large unit's item left the table: off the log if it is there. */

@@ -137,14 +137,52 @@ static int64_t stored_by(struct cache *c, uint64_t cas, int64_t now)
 	return now;
 }
 
+/* The write sequence of the first item below `end` in u that is still in
+ * the table, or 0; *budget counts the items looked at down. Inside a
+ * read-side section. */
+static uint64_t first_linked(struct cache *c, const struct seg *u, uint32_t end,
+			     long *budget)
+{
+	for (uint32_t off = 0; off < end && (*budget)-- > 0;) {
+		const struct item *it = (const struct item *)(u->base + off);
+		struct cache_key k = { item_key(it), it->nkey };
+
+		off += cache__seg_bytes(it);
+		if (rhashtable_lookup(&c->ht, &k, cache__params) == it)
+			return it->cas;
+	}
+	return 0;
+}
+
+/*
+ * Items keep no store time: the oldest item still in the cache is the
+ * first one linked in the oldest unit of the log (or, with none sealed,
+ * in an open segment), and its cas sequence is matched against the marks.
+ * The log lock keeps the units walked in place (sealing takes it too).
+ */
 int64_t cache_oldest_age(struct cache *c)
 {
 	int64_t now = cache_now(), oldest = now;
+	long budget = 1L << 20; /* items looked at, at most */
 	uint64_t first = 0;
 
 	pthread_mutex_lock(&c->log_lock);
-	if (c->log_tail)
-		first = c->log_tail->first_cas;
+	rhkv_rcu_read_lock();
+	for (struct seg *u = c->log_tail; u && !first && budget > 0;
+	     u = u->newer)
+		first = first_linked(c, u, u->used, &budget);
+	for (unsigned int t = 0; t <= c->threads && !first; t++) {
+		struct seg *u = atomic_load_explicit(&c->writers[t].open,
+						     memory_order_acquire);
+
+		if (u)
+			first = first_linked(
+				c, u,
+				atomic_load_explicit(&u->published,
+						     memory_order_acquire),
+				&budget);
+	}
+	rhkv_rcu_read_unlock();
 	pthread_mutex_unlock(&c->log_lock);
 	if (first) {
 		pthread_mutex_lock(&c->age_lock);
@@ -230,12 +268,13 @@ static void maint_evict(struct cache *c)
 			       seg >
 	       cache__item_budget(c)) {
 		if (cache__load64(&c->retired) >
-			    (int64_t)(cache__limit(c) / 16) ||
-		    !cache__evict_one(c)) {
-			cache__reclaim_wait(c);
+			    (int64_t)(cache__limit(c) / 16) &&
+		    cache__reclaim(c))
+			continue;
+		if (!cache__evict_some(c))
 			break;
-		}
 	}
+	cache__reclaim(c);
 	cache__pool_trim(c, keep);
 	if (cache__load64(&c->mem) > cache__item_budget(c))
 		cache__pool_trim(c, 0);

@@ -51,7 +51,7 @@ int cache__memory_init(struct cache *c)
 	if (!c->segs || !c->writers)
 		return -1;
 	for (unsigned int t = 0; t <= c->threads; t++)
-		c->writers[t].open = NULL;
+		atomic_init(&c->writers[t].open, NULL);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		c->segs[i].base = c->arena + i * c->seg_size;
 		c->segs[i].c = c;
@@ -114,9 +114,15 @@ int64_t cache__item_budget(struct cache *c)
 	return limit - (int64_t)rhashtable_bucket_bytes(&c->ht);
 }
 
-static bool mem_reserve(struct cache *c, int64_t n)
+/*
+ * Reserves n bytes if they fit within the budget less slack. Writers keep
+ * a segment's worth of slack: the evictor's carry segment (slack 0) needs
+ * room when nothing is free yet, else eviction from a full cache could
+ * carry nothing forward.
+ */
+static bool mem_reserve(struct cache *c, int64_t n, int64_t slack)
 {
-	int64_t budget = cache__item_budget(c);
+	int64_t budget = cache__item_budget(c) - slack;
 	int64_t cur = cache__load64(&c->mem);
 
 	do {
@@ -132,12 +138,15 @@ static bool mem_reserve(struct cache *c, int64_t n)
 
 /* A free segment: from the pool (already counted), else a new one if
  * its bytes fit the limit. NULL: no room. */
-static struct seg *seg_take(struct cache *c)
+static struct seg *seg_take(struct cache *c, bool carry)
 {
 	struct seg *s = NULL;
 
 	pthread_mutex_lock(&c->pool_lock);
-	if (c->pool) {
+	if (carry && c->carry_spare) {
+		s = c->carry_spare;
+		c->carry_spare = NULL;
+	} else if (c->pool) {
 		s = c->pool;
 		c->pool = s->next_free;
 		atomic_fetch_sub_explicit(&c->pooled, 1, memory_order_relaxed);
@@ -145,7 +154,8 @@ static struct seg *seg_take(struct cache *c)
 	pthread_mutex_unlock(&c->pool_lock);
 	if (s)
 		return s;
-	if (!mem_reserve(c, (int64_t)c->seg_size))
+	if (!mem_reserve(c, (int64_t)c->seg_size,
+			 carry ? 0 : (int64_t)c->seg_size))
 		return NULL;
 	pthread_mutex_lock(&c->pool_lock);
 	if (c->released) {
@@ -169,18 +179,24 @@ static void seg_open(struct seg *s)
 	s->state = SEG_OPEN;
 	s->large = false;
 	s->unlinked = false;
-	s->first_cas = 0;
+	atomic_store_explicit(&s->published, 0, memory_order_relaxed);
 	s->newer = s->older = NULL;
 	atomic_store_explicit(&s->live, 0, memory_order_relaxed);
 }
 
+/* A free segment refills the evictor's spare first, so that carrying
+ * forward never waits behind writers for one; then the pool. */
 static void pool_put(struct cache *c, struct seg *s)
 {
 	s->state = SEG_FREE;
 	pthread_mutex_lock(&c->pool_lock);
-	s->next_free = c->pool;
-	c->pool = s;
-	atomic_fetch_add_explicit(&c->pooled, 1, memory_order_relaxed);
+	if (!c->carry_spare) {
+		c->carry_spare = s;
+	} else {
+		s->next_free = c->pool;
+		c->pool = s;
+		atomic_fetch_add_explicit(&c->pooled, 1, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&c->pool_lock);
 }
 
@@ -216,13 +232,10 @@ unsigned long cache__pool_trim(struct cache *c, unsigned long keep)
 	}
 }
 
-static void seg_retired(struct rcu_head *head)
+/* A unit past its grace period: a segment is free, a large item's
+ * allocation goes once no reply holds it. */
+static void unit_reclaimed(struct cache *c, struct seg *s)
 {
-	struct seg *s =
-		(struct seg *)((char *)head - offsetof(struct seg, rcu));
-	struct cache *c = s->c;
-
-	rhkv_rcu_callback_enter();
 	if (s->large) {
 		struct large_item *l = (struct large_item *)s;
 
@@ -234,7 +247,6 @@ static void seg_retired(struct rcu_head *head)
 		cache__add64(&c->retired, -(int64_t)c->seg_size);
 		pool_put(c, s);
 	}
-	rhkv_rcu_callback_exit();
 }
 
 void cache__seg_retire(struct cache *c, struct seg *s)
@@ -243,13 +255,37 @@ void cache__seg_retire(struct cache *c, struct seg *s)
 	cache__add64(&c->retired,
 		     s->large ? (int64_t)((struct large_item *)s)->footprint
 			      : (int64_t)c->seg_size);
-	rhkv_rcu_call(&s->rcu, seg_retired);
+	pthread_mutex_lock(&c->pool_lock);
+	s->next_free = c->retiring;
+	c->retiring = s;
+	pthread_mutex_unlock(&c->pool_lock);
 }
 
-void cache__reclaim_wait(struct cache *c)
+/*
+ * Every unit retired so far was unlinked before it was retired, so one
+ * grace period that starts now covers every reader that could still see
+ * one of its items: wait for it, then free or pool them all. Outside
+ * read-side sections. Whether there was anything to reclaim.
+ */
+bool cache__reclaim(struct cache *c)
 {
+	struct seg *list;
+
+	pthread_mutex_lock(&c->pool_lock);
+	list = c->retiring;
+	c->retiring = NULL;
+	pthread_mutex_unlock(&c->pool_lock);
+	if (!list)
+		return false;
 	cache__count(&c->reclaim_waits);
-	rhkv_rcu_barrier();
+	rhkv_rcu_synchronize();
+	while (list) {
+		struct seg *next = list->next_free;
+
+		unit_reclaimed(c, list);
+		list = next;
+	}
+	return true;
 }
 
 /* ---- items ---- */
@@ -263,7 +299,7 @@ char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
 		       int64_t *need)
 {
 	struct seg_writer *w = &c->writers[thread];
-	struct seg *s = w->open;
+	struct seg *s = atomic_load_explicit(&w->open, memory_order_relaxed);
 
 	if (s && s->used + n <= c->seg_size) {
 		char *p = s->base + s->used;
@@ -272,16 +308,16 @@ char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
 		return p;
 	}
 	if (s) {
-		w->open = NULL;
+		atomic_store_explicit(&w->open, NULL, memory_order_relaxed);
 		cache__seal(c, s);
 	}
-	s = seg_take(c);
+	s = seg_take(c, thread == c->threads);
 	if (!s) {
 		*need = (int64_t)c->seg_size;
 		return NULL;
 	}
 	seg_open(s);
-	w->open = s;
+	atomic_store_explicit(&w->open, s, memory_order_release);
 	s->used = (uint32_t)n;
 	return s->base;
 }
@@ -299,7 +335,7 @@ static struct item *large_alloc(struct cache *c, size_t size, uint32_t nbytes,
 		return NULL;
 	}
 	fp = malloc_usable_size(l) + RHKV_MALLOC_CHUNK_HEADER;
-	if (!mem_reserve(c, (int64_t)fp)) {
+	if (!mem_reserve(c, (int64_t)fp, (int64_t)c->seg_size)) {
 		free(l);
 		*need = (int64_t)fp;
 		return NULL;
@@ -369,7 +405,8 @@ void cache__item_set_marks(struct item *it, uint8_t marks)
 
 void cache__item_discard(struct cache *c, unsigned int thread, struct item *it)
 {
-	struct seg *s = c->writers[thread].open;
+	struct seg *s = atomic_load_explicit(&c->writers[thread].open,
+					     memory_order_relaxed);
 
 	if (cache__item_is_large(it)) {
 		struct large_item *l = cache__large_of(it);
@@ -404,8 +441,11 @@ void cache__item_linked(struct cache *c, struct item *it)
 {
 	struct seg *u = unit_of(c, it);
 
-	if (!u->first_cas)
-		u->first_cas = it->cas;
+	if (!u->large) /* its writer's: items are linked in order */
+		atomic_store_explicit(&u->published,
+				      (uint32_t)((char *)it - u->base) +
+					      cache__seg_bytes(it),
+				      memory_order_release);
 	cache__add64(&u->live, (int64_t)cache__seg_bytes(it));
 	cache__add64(&c->live, item_held(it));
 	cache__add64(&c->item_data, (int64_t)item_size(it));

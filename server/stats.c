@@ -581,8 +581,11 @@ static void stats_memory(struct server *srv, const struct stats_sink *k)
 		     "segments",
 		     cs.segments * cs.segment_size - cs.segment_live);
 	stats__put_u(k, STATS_COUNTER, "items_carried",
-		     "Visited items eviction kept (copied forward)",
-		     cs.carried);
+		     "Items eviction kept by copying them forward", cs.carried);
+	stats__put_u(k, STATS_COUNTER, "units_passed_over",
+		     "Segments and large items eviction kept whole (mostly "
+		     "visited, or live while dead bytes fill the cache)",
+		     cs.passed_over);
 	stats__put_u(
 		k, STATS_COUNTER, "segments_freed_empty",
 		"Segments freed when their last item went, before eviction",
