@@ -216,23 +216,21 @@ struct cache;
  * Caches in one process are independent: each hashes with its own table's
  * secret, and none changes how another hashes. */
 struct cache *cache_create(unsigned int threads, uint64_t limit);
-/* Every thread but the caller must have flushed c (cache_thread_flush)
- * after its last use of c; the caller's own batch of c is flushed here. */
+/* No other thread may use c any more; the caller is an RCU reader thread
+ * outside read-side sections. */
 void cache_destroy(struct cache *c);
 
 /* Changes the limit (cache_memlimit); evicts down to it in the background. */
 void cache_set_limit(struct cache *c, uint64_t limit);
 
 /*
- * Unlinked items wait for their grace period in batches, one per (thread,
- * cache): items a thread unlinks from c (overwrite, delete, eviction,
- * expiry) join that thread's batch of c only, and are freed against c's
- * accounting alone. cache_thread_flush(c) hands the calling thread's batch
- * of c, and no other, to reclamation; each thread that writes to c calls
- * it now and then (worker tick), and before it exits or c is destroyed
- * (a batch left behind is never freed).
+ * Waits for one grace period, then reuses or frees every segment and large
+ * item of c retired before the call (all their items were out of the table
+ * by then). The maintenance thread does it every tick and writers when
+ * they need room; tests call it to see the accounting settle. Outside
+ * read-side sections.
  */
-void cache_thread_flush(struct cache *c);
+void cache_reclaim(struct cache *c);
 
 /* The current unix time, as the cache sees it. */
 int64_t cache_now(void);

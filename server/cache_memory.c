@@ -481,9 +481,7 @@ size_t cache_item_footprint(const struct item *it)
 	return cache__seg_bytes(it);
 }
 
-void cache_thread_flush(struct cache *c)
+void cache_reclaim(struct cache *c)
 {
-	/* Nothing waits in a thread: units retire through call_rcu as
-	 * they are unlinked. Kept for callers that flush on exit. */
-	(void)c;
+	cache__reclaim(c);
 }

@@ -102,8 +102,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = c->next;
 		conn_tick(c, now);
 	}
-	/* Unlinked items this thread retired: to reclamation. */
-	cache_thread_flush(w->srv->cache);
 	worker_check_done(w);
 }
 
@@ -115,7 +113,6 @@ static void *worker_main(void *arg)
 	event_base_dispatch(w->base);
 	while (w->conns)
 		conn_close(w->conns);
-	cache_thread_flush(w->srv->cache);
 	rhkv_rcu_unregister_thread();
 	return NULL;
 }

@@ -103,7 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (open && conn_memory_feed(c, NULL, 0, true, replies))
 		conn_close(c); /* EOF with replies held back: drop them */
 	evbuffer_drain(replies, evbuffer_get_length(replies));
-	/* Unlinked items go to reclamation, as a worker's tick would. */
-	cache_thread_flush(f->srv.cache);
+	/* Retired segments back to the pool, as the maintenance thread's
+	 * tick would. */
+	cache_reclaim(f->srv.cache);
 	return 0;
 }

@@ -29,7 +29,6 @@ void socketless_stop(struct server *srv, struct worker *w)
 {
 	while (w->conns)
 		conn_close(w->conns);
-	cache_thread_flush(srv->cache);
 	cache_destroy(srv->cache);
 	free(w->lat);
 	stats_detail_free(srv);

@@ -49,7 +49,6 @@ static void *racer(void *arg)
 					  .marks = ITEM_WON };
 		if (cache_write(cache, id, &w, NULL) == CACHE_STORED)
 			atomic_fetch_add(&adds_stored, 1);
-		cache_thread_flush(cache);
 		pthread_barrier_wait(&done);
 
 		pthread_barrier_wait(&start); /* phase 2: win a stale item */
@@ -60,7 +59,6 @@ static void *racer(void *arg)
 		rhkv_rcu_read_unlock();
 		pthread_barrier_wait(&done);
 	}
-	cache_thread_flush(cache);
 	rhkv_rcu_unregister_thread();
 	return NULL;
 }
@@ -120,7 +118,6 @@ int main(void)
 			rc = fail("wins of a stale item", round,
 				  atomic_load(&wins));
 		cache_delete(cache, key);
-		cache_thread_flush(cache);
 	}
 	atomic_store(&stop, 1);
 	pthread_barrier_wait(&start);

@@ -109,7 +109,7 @@ static struct cache *new_cache(uint64_t limit)
 /* Frees what this thread left unlinked, then the cache. */
 static void done(struct cache *c)
 {
-	cache_thread_flush(c);
+	cache_reclaim(c);
 	cache_destroy(c);
 }
 
@@ -640,7 +640,7 @@ Test(cache_api, referenced_item_outlives_its_unlink)
 	cr_assert_eq(cache_store(c, 0, CACHE_SET, key("k"), 0, 0, second, BIG,
 				 0, NULL),
 		     CACHE_STORED);
-	rhkv_rcu_barrier();
+	cache_reclaim(c);
 	cr_assert_eq(stats(c).retired_bytes, 0);
 	/* Unlinked and past its grace period, but still referenced. */
 	cr_assert_eq(item_nbytes(it), BIG);
@@ -705,7 +705,7 @@ Test(cache_api, overwritten_segments_come_back)
 	 * any eviction. */
 	for (int i = 0; i < 100 && stats(c).accounted >= before; i++) {
 		cache_crawl(c);
-		rhkv_rcu_barrier();
+		cache_reclaim(c);
 		usleep(20000);
 	}
 	cr_assert_lt(stats(c).accounted, 8 * MB, "%" PRIu64,
@@ -808,7 +808,8 @@ Test(cache_api, caches_retire_apart)
 			retire_one(c[i], round == 1 ? "x" : "y");
 	for (int i = 0; i < N; i++)
 		live[i] = stats(c[i]).bytes;
-	rhkv_rcu_barrier();
+	for (int i = 0; i < N; i++)
+		cache_reclaim(c[i]);
 	/* Each retired against its own cache's accounting. */
 	for (int i = 0; i < N; i++) {
 		struct cache_stats st = stats(c[i]);

@@ -264,8 +264,7 @@ Test(failing_mem, large_value_reply_whole_or_closed_never_torn)
 	feed_str(c, "delete big\r\n");
 	cr_assert_str_eq(out = take(NULL), "DELETED\r\n");
 	free(out);
-	cache_thread_flush(srv.cache);
-	rhkv_rcu_barrier();
+	cache_reclaim(srv.cache);
 	cache_get_stats(srv.cache, &cs, false);
 	cr_assert_eq(cs.retired_bytes, 0, "%" PRIu64 " retired bytes pinned",
 		     cs.retired_bytes);
