@@ -87,13 +87,8 @@ static void *xalloc(size_t n)
 
 static void start(const char *const *extra)
 {
-	if (srv_kind_from_env() == SRV_MEMCACHED)
-		cr_skip_test("memory limits, --conn-memory and the eviction "
-			     "counters are rhkvd's; the server under test is "
-			     "memcached (RHKV_TEST_SERVER)");
-	cr_assert_eq(srv_start(&srv, extra), 0, "the server did not start");
-	c = hc_open(srv.port);
-	cr_assert_not_null(c, "connect: errno %d", errno);
+	START_RHKVD(&srv, extra, &c,
+		    "memory limits, --conn-memory and the eviction counters");
 }
 
 /* Whether the test or the server runs under a sanitizer: runs are then
@@ -1068,10 +1063,11 @@ Test(store, zero_copy_reply_outlives_eviction)
 	struct counters before, after;
 	struct hbuf b = { 0 };
 	char *scratch = xalloc(ZC_MAX), *got = xalloc(ZC_MAX);
-	int filler = 0, rounds = sanitized() ? 2 : ZC_ROUNDS;
+	int filler = 0, rounds;
 	int small = 64 * KIB, large = 4 * MIB;
 
 	start(extra);
+	rounds = sanitized() ? 2 : ZC_ROUNDS;
 	counters(c, &before);
 	for (int r = 0; r < rounds; r++) {
 		uint32_t v = (uint32_t)(10 * r + 1);
@@ -1417,6 +1413,14 @@ static unsigned long long ex_wait_items(unsigned long long max, long long ms)
 	}
 }
 
+/* Whether the cache is full: evicting since BEFORE, or 90% of the limit
+ * in items. */
+static bool ex_full(const struct counters *before, const struct counters *now)
+{
+	return now->evictions > before->evictions ||
+	       now->bytes >= now->limit / 10 * 9;
+}
+
 Test(store, expired_items_make_room)
 {
 	static const char *const extra[] = { "-m", "16", "-t", "2", NULL };
@@ -1432,18 +1436,23 @@ Test(store, expired_items_make_room)
 	cr_assert_eq(ex_get("live:", 0, EX_LIVE, got, want), EX_LIVE);
 	counters(c, &before);
 
-	/* TTL items until the cache is full (evicting), the live keys read
-	 * after each megabyte: they are the visited ones. */
+	/* TTL items until the cache is full: 90% of the limit in items, or
+	 * evicting (today's store evicts first: its limit counts overhead
+	 * too). Not far past it, so that a store that carries visited items
+	 * forward when it evicts has not yet mixed the live keys in with
+	 * TTL items. The live keys are read after each megabyte: they are
+	 * the visited ones. */
 	do {
 		ex_store("ttl:", nttl, EX_BATCH, ttl, want);
 		nttl += EX_BATCH;
 		live_full = ex_get("live:", 0, EX_LIVE, got, want);
 		counters(c, &full);
-	} while (full.evictions == before.evictions && nttl < EX_MAXTTL);
+	} while (!ex_full(&before, &full) && nttl < EX_MAXTTL);
 	long long filled_at = h_now_ms();
 
-	cr_assert_gt(full.evictions, before.evictions,
-		     "%d TTL items of 4 KiB did not fill -m 16", nttl);
+	cr_assert(ex_full(&before, &full),
+		  "%d TTL items of 4 KiB did not fill -m 16: bytes %llu", nttl,
+		  full.bytes);
 	/* Loose: eviction at the fill's last step may take a few. */
 	cr_assert_geq(live_full, EX_LIVE * 98 / 100,
 		      "%d of %d live keys, read after every MiB, left once "
