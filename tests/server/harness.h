@@ -221,6 +221,22 @@ void h_sleep_ms(long ms);
 		SEND((c), req);   \
 		EXPECT((c), rep); \
 	} while (0)
+/*
+ * Starts rhkvd with the flags EXTRA into *S and connects *CONN to it, or
+ * skips the test, saying WHAT it needs of rhkvd's, when the server under
+ * test is memcached.
+ */
+#define START_RHKVD(s, extra, conn, what)                                    \
+	do {                                                                 \
+		if (srv_kind_from_env() == SRV_MEMCACHED)                    \
+			cr_skip_test("%s are rhkvd's; the server under "     \
+				     "test is memcached (RHKV_TEST_SERVER)", \
+				     (what));                                \
+		cr_assert_eq(srv_start((s), (extra)), 0,                     \
+			     "the server did not start");                    \
+		*(conn) = hc_open((s)->port);                                \
+		cr_assert_not_null(*(conn), "connect: errno %d", errno);     \
+	} while (0)
 #define SYNC(c, s)                                                 \
 	do {                                                       \
 		SEND((c), "version\r\n");                          \

@@ -63,13 +63,8 @@ TestSuite(cache, .fini = teardown, .timeout = 240);
 
 static void start(const char *const *extra)
 {
-	if (srv_kind_from_env() == SRV_MEMCACHED)
-		cr_skip_test("the memory limit's behaviour, stats memory and "
-			     "scan are rhkvd's; the server under test is "
-			     "memcached (RHKV_TEST_SERVER)");
-	cr_assert_eq(srv_start(&srv, extra), 0, "the server did not start");
-	c = hc_open(srv.port);
-	cr_assert_not_null(c, "connect: errno %d", errno);
+	START_RHKVD(&srv, extra, &c,
+		    "the memory limit's behaviour, stats memory and scan");
 }
 
 static bool check_rss(void)
