@@ -26,14 +26,20 @@ struct bench_opts {
 	uint64_t keys;
 	unsigned key_size;
 	unsigned value_min, value_max;
+	/* --value-size lognormal:...: sizes drawn log-normal with this
+	 * median (0: fixed or uniform in value_min..value_max instead) and
+	 * sigma (of the size's natural log), clamped to value_min..value_max. */
+	unsigned value_median;
+	double value_sigma;
 	double zipf_theta; /* < 0: uniform */
 	unsigned set_ratio, get_ratio;
 	double duration;   /* seconds; used when requests == 0 */
 	uint64_t requests; /* 0: run for duration */
 	int prefill;
 	int miss_set;
-	uint64_t ttl; /* exptime of every set, seconds (0: none) */
-	int tls;      /* connect with TLS */
+	uint64_t ttl;  /* exptime of every set, seconds (0: none) */
+	uint64_t seed; /* --seed: the workers' random streams; 0: the clock */
+	int tls;       /* connect with TLS */
 	int tls_resume;
 	const char *tls_ca;   /* NULL: the server's certificate unchecked */
 	const char *tls_cert; /* client certificate, with tls_key */

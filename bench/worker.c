@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -116,10 +117,29 @@ static struct pending queue_pop(struct conn *c)
 	return p;
 }
 
-/* The length of the next set's value: --value-size, fixed or uniform. */
+/* A log-normal length (--value-size lognormal:...): the median times
+ * e^(sigma z), z standard normal by Box-Muller, clamped to the range. */
+static size_t value_len_lognormal(struct bench_worker *w)
+{
+	const struct bench_opts *o = w->r->o;
+	double u1 = 1.0 - rng_unit(&w->rng); /* (0, 1]: log(u1) is finite */
+	double u2 = rng_unit(&w->rng);
+	double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+	double len = round((double)o->value_median * exp(o->value_sigma * z));
+	if (len < (double)o->value_min)
+		return o->value_min;
+	if (len > (double)o->value_max)
+		return o->value_max;
+	return (size_t)len;
+}
+
+/* The length of the next set's value: --value-size, fixed, uniform or
+ * log-normal. */
 static size_t value_len(struct bench_worker *w)
 {
 	const struct bench_opts *o = w->r->o;
+	if (o->value_median != 0)
+		return value_len_lognormal(w);
 	size_t vlen = o->value_min;
 	if (o->value_max > o->value_min)
 		vlen += rng_next(&w->rng) % (o->value_max - o->value_min + 1);
@@ -542,7 +562,11 @@ static int worker_init(struct bench_run *r, struct bench_worker *w, unsigned id)
 {
 	w->id = id;
 	w->r = r;
-	w->rng = bench_now_ns() ^ ((uint64_t)id << 32) ^ 0x5bd1e995u;
+	/* --seed: each thread's stream, hence its keys, mix and lengths,
+	 * the same from run to run (which connection sends what still
+	 * depends on the replies' timing). */
+	w->rng = (r->o->seed != 0 ? r->o->seed : bench_now_ns()) ^
+		 ((uint64_t)id << 32) ^ 0x5bd1e995u;
 	pthread_mutex_init(&w->lock, NULL);
 	w->interval = hist_new();
 	w->conns = calloc(r->o->conns, sizeof(struct conn));

@@ -4,12 +4,12 @@
 Reads the runs that compare recorded (a TSV file of lines, one per run, each
 naming the rhkv-bench --json file of that run), takes medians over the
 rounds, prints the tables, writes the gnuplot data and PNGs (plot.gp) and
-the Markdown file. Run by compare; not meant to be run by hand.
+the Markdown file. Run by compare; not meant to be run by hand. The memory
+section is tests/bench/memory's markdown (--memory-md), taken as it is.
 
 Lines of the results file (tab-separated):
   run  WORKLOAD SERVER ROUND JSON ITEMS   a load run (ITEMS: curr_items
                                           after it, or empty)
-  mem  SERVER ROUND BYTES_PER_ITEM EMPTY_KB FULL_KB
   w5   SERVER TRY MEMORY_MB JSON RSS_KB ITEMS
 """
 import argparse
@@ -48,7 +48,6 @@ def ratio(a, b):
 class Runs:
     def __init__(self, path):
         self.runs = {}  # (workload, server) -> [(json dict, items)]
-        self.mem = {}  # server -> [bytes per item]
         self.w5 = []  # (server, try, mb, json, rss_kb, items)
         for line in open(path):
             f = line.rstrip("\n").split("\t")
@@ -58,8 +57,6 @@ class Runs:
                     continue
                 items = int(f[5]) if len(f) > 5 and f[5].isdigit() else None
                 self.runs.setdefault((f[1], f[2]), []).append((d, items))
-            elif f[0] == "mem":
-                self.mem.setdefault(f[1], []).append(float(f[3]))
             elif f[0] == "w5":
                 self.w5.append((f[1], int(f[2]), int(f[3]), load(f[4]),
                                 int(f[5]) if f[5].isdigit() else None,
@@ -205,17 +202,11 @@ def w5_tables(r, p):
     return lines, verdict
 
 
-def mem_tables(r):
-    if not r.mem:
+def mem_tables(path):
+    """tests/bench/memory's markdown: its table, details and commands."""
+    if not path or not os.path.exists(path):
         return []
-    lines = []
-    lines.append("| memory (1M items, 16 B keys, 100 B values) | bytes of RSS per item |")
-    lines.append("|---|---:|")
-    for s in ("rhkvd", "memcached"):
-        lines.append("| %s | %s |" % (s, fmt(med(r.mem.get(s, [])), ".1f")))
-    lines.append("| rhkvd/memcached | %s |" % ratio(med(r.mem.get("rhkvd", [])),
-                                                    med(r.mem.get("memcached", []))))
-    return lines
+    return open(path).read().rstrip().splitlines()
 
 
 def table_bench(path):
@@ -349,6 +340,7 @@ def main():
     ap.add_argument("--machine", default="")
     ap.add_argument("--mc-version", default="memcached")
     ap.add_argument("--table-output", default="")
+    ap.add_argument("--memory-md", default="", help="tests/bench/memory --out")
     ap.add_argument("--plot-dir", default="")
     ap.add_argument("--gnuplot", default="")
     ap.add_argument("--plot-gp", default="")
@@ -363,12 +355,12 @@ def main():
     main = main_tables(r)
     w4 = w4_tables(r, p)
     w5, verdict = w5_tables(r, p)
-    mem = mem_tables(r)
+    mem = mem_tables(a.memory_md)
     tbl, tbl_text = table_bench(a.table_output)
     for title, body in (("Throughput and latency (W1–W4)", main),
                         ("W4 growth and W6 latency during resizes", w4),
                         ("W5 hit ratio at equal RSS", w5),
-                        ("Memory per item", mem),
+                        ("Memory (tests/bench/memory)", mem),
                         ("Hashtable: rhashtable vs cds_lfht (bench-rhashtable)", tbl)):
         if body:
             sections.append((title, body))
@@ -407,8 +399,9 @@ generator (rhkv-bench) shares the machine with the server.""" % (
     doc.append("")
     doc.append("- Machine: %s" % a.machine)
     doc.append("- Compared against: %s" % a.mc_version)
-    doc.append("- Server threads %s, memory limit %s MiB for W1–W4 and memory "
-               "(nothing is evicted), %s connections in all." % (
+    doc.append("- Server threads %s, memory limit %s MiB for W1–W4 and the "
+               "per-item memory shapes (nothing is evicted), %s connections "
+               "in all." % (
                    p.get("server_threads", "2"), p.get("memory_mb", "1024"),
                    p.get("conns_total", "50")))
     doc.append("""- Workloads:
@@ -432,8 +425,13 @@ generator (rhkv-bench) shares the machine with the server.""" % (
     (memcached's goes on until it evicts, at most 2 steps; rhkvd's as long
     as memcached's), then %s s measured (closed loop, %s connections), then
     VmRSS and `curr_items`.
-  - memory: VmRSS after 1M items (16 B keys, 100 B values) minus the empty
-    server's VmRSS, per item.""" % (
+  - memory (tests/bench/memory, once, after W5): VmRSS after loading minus
+    the empty server's VmRSS, per item stored, for 1M items of 16 B keys and
+    100 B values, 1M of 10 B keys and 10 B values, and 200k of 16 B keys and
+    log-normal values (50 B–16 KiB, median 500 B); rhkvd's VmRSS over the
+    bytes it accounts against -m 64 under mixed-size sets that evict all
+    along (memcached: VmRSS over its limit); both servers' VmRSS at -m 64
+    after 4× that in values.""" % (
         duration, format(int(p.get("w4_keys", "0")), ","), p.get("w4_seconds"),
         format(int(p.get("w4_keys", "0")), ","), p.get("w6_after_seconds"),
         p.get("w6_rate"), format(int(p.get("w5_keys", "0")), ","),

@@ -31,6 +31,26 @@ Test(args, bad_arguments_exit_64, .timeout = 60)
 		{ "--value-size", "0" },
 		{ "--value-size", "100-10" },
 		{ "--value-size", "10-" },
+		{ "--value-size", "lognormal" },
+		{ "--value-size", "lognormal:500" },
+		{ "--value-size", "lognormal:500:50" },
+		{ "--value-size", "lognormal:500:50-" },
+		{ "--value-size", "lognormal:40:50-16384" },	/* below MIN */
+		{ "--value-size", "lognormal:500:50-400" },	/* above MAX */
+		{ "--value-size", "lognormal:500:600-50" },	/* MAX < MIN */
+		{ "--value-size", "lognormal:500:0-16384" },	/* MIN 0 */
+		{ "--value-size", "lognormal:500:50-2000000" }, /* > 1 MiB */
+		{ "--value-size", "lognormal:500:50-16384:" },
+		{ "--value-size", "lognormal:500:50-16384:0" },
+		{ "--value-size", "lognormal:500:50-16384:5" },
+		{ "--value-size", "lognormal:500:50-16384:x" },
+		{ "--value-size", "lognormal:500:50-16384x" },
+		{ "--value-size", "normal:500:50-16384" },
+		{ "--seed", "0" },
+		{ "--seed", "-1" },
+		{ "--seed", "1x" },
+		{ "--key-size", "0" },
+		{ "--key-size", "251" },
 		{ "--dist", "pareto" },
 		{ "--dist", "zipf:" },
 		{ "--dist", "zipf:x" },
@@ -168,4 +188,64 @@ Test(args, tls_certificate_needs_its_key, .timeout = 10)
 	cr_assert_eq(parse(&o, err, 4, key), -22);
 	cr_assert_neq(err[0], '\0');
 	cr_assert_eq(parse(&o, err, 4, empty), -22);
+}
+
+Test(args, value_size_forms, .timeout = 10)
+{
+	static const struct {
+		const char *arg;
+		unsigned min, max, median;
+		double sigma;
+	} ok[] = {
+		{ "100", 100, 100, 0, 0 },
+		{ "32-100", 32, 100, 0, 0 },
+		{ "lognormal:500:50-16384", 50, 16384, 500, 1.0 },
+		{ "lognormal:500:50-16384:1.5", 50, 16384, 500, 1.5 },
+		{ "lognormal:50:50-50", 50, 50, 50, 1.0 },
+		{ "lognormal:1048576:1-1048576:0.25", 1, 1048576, 1048576,
+		  0.25 },
+	};
+	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char *argv[] = { "rhkv-bench", "--value-size",
+				 (char *)ok[i].arg, NULL };
+		struct bench_opts o;
+		char err[256];
+		cr_assert_eq(parse(&o, err, 3, argv), 0, "%s: %s", ok[i].arg,
+			     err);
+		cr_expect_eq(o.value_min, ok[i].min, "%s", ok[i].arg);
+		cr_expect_eq(o.value_max, ok[i].max, "%s", ok[i].arg);
+		cr_expect_eq(o.value_median, ok[i].median, "%s", ok[i].arg);
+		if (ok[i].median != 0)
+			cr_expect(fabs(o.value_sigma - ok[i].sigma) <= 1e-12,
+				  "%s", ok[i].arg);
+	}
+}
+
+Test(args, a_later_value_size_replaces_a_lognormal_one, .timeout = 10)
+{
+	char *argv[] = {
+		"rhkv-bench",	"--value-size", "lognormal:500:50-16384",
+		"--value-size", "64",		NULL
+	};
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 5, argv), 0, "%s", err);
+	cr_assert_eq(o.value_median, 0);
+	cr_assert_eq(o.value_min, 64);
+	cr_assert_eq(o.value_max, 64);
+}
+
+Test(args, key_size_and_seed, .timeout = 10)
+{
+	char *argv[] = { "rhkv-bench", "--keys", "1000000", "--key-size",
+			 "10",	       "--seed", "42",	    NULL };
+	char *dflt[] = { "rhkv-bench", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 7, argv), 0, "%s", err);
+	cr_assert_eq(o.key_size, 10);
+	cr_assert_eq(o.seed, 42);
+	cr_assert_eq(parse(&o, err, 1, dflt), 0, "%s", err);
+	cr_assert_eq(o.seed, 0, "no --seed: seeded from the clock");
+	cr_assert_eq(o.key_size, 16);
 }
