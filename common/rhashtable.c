@@ -166,10 +166,17 @@ unsigned long rhashtable_nelems(const struct rhashtable *ht)
 	return sum > 0 ? (unsigned long)sum : 0;
 }
 
+/* Elements a table of size buckets holds before it grows. */
+static unsigned long grow_at(const struct rhashtable *ht, unsigned int size)
+{
+	return (unsigned long)size / 100 * ht->p.grow_above_pct +
+	       (unsigned long)size % 100 * ht->p.grow_above_pct / 100;
+}
+
 static bool above_75(const struct rhashtable *ht, unsigned long n,
 		     const struct bucket_table *tbl)
 {
-	return n > tbl->size / 4 * 3 && tbl->size < ht->p.max_size;
+	return n > grow_at(ht, tbl->size) && tbl->size < ht->p.max_size;
 }
 
 static bool below_30(const struct rhashtable *ht, unsigned long n,
@@ -405,7 +412,7 @@ static int resize_step(struct rhashtable *ht)
 
 	if (above_75(ht, n, tbl)) {
 		/* At most 4x per step, which bounds a cursor scan's step. */
-		while (n > size / 4 * 3 && size < ht->p.max_size &&
+		while (n > grow_at(ht, size) && size < ht->p.max_size &&
 		       size < tbl->size * 4)
 			size <<= 1;
 	} else if (below_30(ht, n, tbl)) {
@@ -512,6 +519,8 @@ static int check_params(const struct rhashtable_params *p, bool rhlist)
 		return -EINVAL; /* linking would overwrite the key */
 	if (p->max_size && p->min_size > p->max_size)
 		return -EINVAL;
+	if (p->grow_above_pct > 400)
+		return -EINVAL; /* chains would be long before any growth */
 	return 0;
 }
 
@@ -543,6 +552,8 @@ static int table_init(struct rhashtable *ht,
 	if (ht->p.min_size < RHT_MIN_SIZE)
 		ht->p.min_size = RHT_MIN_SIZE;
 	ht->p.min_size = roundup_pow2(ht->p.min_size);
+	if (!ht->p.grow_above_pct)
+		ht->p.grow_above_pct = 75;
 	ht->p.max_size = params->max_size ? rounddown_pow2(params->max_size)
 					  : RHT_MAX_SIZE;
 	if (ht->p.max_size < ht->p.min_size)

@@ -41,7 +41,8 @@
  * with rhkv_rcu_call() or after rhkv_rcu_synchronize(), never directly. The
  * table never frees objects except through free_and_destroy's free_fn.
  *
- * Resizing. A worker thread per table grows it above 75% load and, with
+ * Resizing. A worker thread per table grows it above 75% load (or
+ * params.grow_above_pct, an extension) and, with
  * automatic_shrinking, shrinks it below 30% (at most 4x per step). Entries are
  * moved bucket by bucket into a future table while readers and writers go on;
  * a lookup never misses an object that is in the table during a resize. The

@@ -54,7 +54,11 @@ struct rhashtable_params {
 	unsigned int max_size;	  /* largest table (buckets); 0: no bound */
 	unsigned int min_size;	  /* smallest table (buckets) */
 	bool automatic_shrinking; /* shrink below 30% load */
-	rht_hashfn_t hashfn;	  /* hash of a key; default SipHash-1-3 */
+	/* Grow above this load, in percent: 0 is the kernel's 75. A table
+	 * of many small objects trades a little chain length for bucket
+	 * bytes with more (an extension: the kernel has no such field). */
+	unsigned int grow_above_pct;
+	rht_hashfn_t hashfn;	     /* hash of a key; default SipHash-1-3 */
 	rht_obj_hashfn_t obj_hashfn; /* hash of an object (key_len 0) */
 	rht_obj_cmpfn_t obj_cmpfn;   /* 0 when the object has the key */
 };

@@ -224,6 +224,10 @@ static const struct rhashtable_params cache__params = {
 	.obj_cmpfn = cache__item_cmp,
 	.nelem_hint = 1024,
 	.automatic_shrinking = true,
+	/* The bucket array costs 8 to 16 bytes an item at 100% load (the
+	 * table doubles), 10.7 to 21.3 at 75%, against items of 50 to 150
+	 * bytes: chains of 1 on average at most cost lookups less. */
+	.grow_above_pct = 100,
 };
 
 /* ---- small helpers ---- */

@@ -52,10 +52,8 @@ int cache__memory_init(struct cache *c)
 		return -1;
 	for (unsigned int t = 0; t <= c->threads; t++)
 		atomic_init(&c->writers[t].open, NULL);
-	for (size_t i = 0; i < c->nsegs; i++) {
-		c->segs[i].base = c->arena + i * c->seg_size;
-		c->segs[i].c = c;
-	}
+	/* A record is filled when its segment is first used: the array's
+	 * pages stay untouched (and cost nothing) until then. */
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_mutex_init(&c->evict_lock, NULL);
 	pthread_mutex_init(&c->log_lock, NULL);
@@ -162,7 +160,10 @@ static struct seg *seg_take(struct cache *c, bool carry)
 		s = c->released;
 		c->released = s->next_free;
 	} else if (c->fresh < c->nsegs) {
-		s = &c->segs[c->fresh++];
+		s = &c->segs[c->fresh];
+		s->base = c->arena + c->fresh * c->seg_size;
+		s->c = c;
+		c->fresh++;
 	}
 	pthread_mutex_unlock(&c->pool_lock);
 	if (!s) { /* the arena is used up: a limit raised past it */

@@ -490,6 +490,31 @@ Test(rhashtable, insert_key_with_obj_hashfn)
 	rhashtable_destroy(&ht);
 }
 
+/* grow_above_pct moves the growth point: 1024 objects fill 1024 buckets
+ * at 100% and need 2048 at the kernel's 75%; above 400 is refused. */
+Test(rhashtable, grow_above_pct)
+{
+	struct rhashtable_params p = params;
+	struct rhashtable ht;
+	struct obj *o;
+
+	p.nelem_hint = 8;
+	p.grow_above_pct = 100;
+	o = objs_new(1024);
+	init_ok(&ht, &p);
+	insert_all(&ht, o, 1024, p);
+	wait_size(&ht, 1024);
+	rhashtable_destroy(&ht);
+	p.grow_above_pct = 0;
+	init_ok(&ht, &p);
+	insert_all(&ht, o, 1024, p);
+	wait_size(&ht, 2048);
+	rhashtable_destroy(&ht);
+	p.grow_above_pct = 401;
+	cr_assert_eq(rhashtable_init(&ht, &p), -EINVAL);
+	free(o);
+}
+
 /* Growing rehashes objects with obj_hashfn and the table's seed. */
 Test(rhashtable, insert_key_table_grows)
 {
