@@ -16,9 +16,9 @@
 #define RHKV_MALLOC_CHUNK_HEADER sizeof(size_t)
 #endif
 
-#define SEG_MAX	       (1u << 20) /* segment size for limits of 64 MiB up */
+#define SEG_MAX	       (1u << 20) /* segment size for limits of 128 MiB up */
 #define SEG_MIN	       (16u << 10)
-#define SEGS_PER_LIMIT 64    /* smaller limits: smaller segments */
+#define SEGS_PER_LIMIT 128   /* smaller limits: smaller segments */
 #define ARENA_SEGS_MIN 65536 /* room to raise the limit at run time */
 
 static size_t seg_size_for(uint64_t limit)
