@@ -1,53 +1,75 @@
 /*
- * The cache: items stored in the rhashtable, keyed by their bytes, within
- * a memory limit, evicted by SIEVE and expired in the background. The
- * module's files share server/cache_internal.h; this is its public API.
+ * The cache: items stored in the rhashtable, keyed by their bytes, packed
+ * into segments within a memory limit, evicted a segment at a time and
+ * expired in the background. The module's files share
+ * server/cache_internal.h; this is its public API.
  *
  * Items are immutable once published, except exptime (atomic, so touch and
- * gat need no copy), the usage byte (SIEVE's visited bit) and the reference
- * count. A write builds a new item and replaces or inserts it; the old item
- * is released after a grace period.
+ * gat need no copy), the usage byte (the visited bit eviction reads) and
+ * last access. A write builds a new item and replaces or inserts it; the
+ * old item's bytes are reused after a grace period.
  *
  * Concurrency: every function may run on any registered worker thread at
- * once. cache_find() must be called inside an RCU read-side section and the
+ * once; `thread` arguments name the caller's writer (one OS thread each).
+ * cache_find() must be called inside an RCU read-side section and the
  * item used only inside it, unless the caller takes a reference with
- * item_get() (dropped with item_put(), from any thread, at any time).
- * Writers of one key are serialised by the table's bucket lock (through
+ * item_get() on a large item (dropped with item_put(), from any thread, at
+ * any time); a segment item's bytes are copied inside the section. Writers
+ * of one key are serialised by the table's bucket lock (through
  * lookup_get_insert and replace), so read-modify-write commands (append,
  * incr, cas) retry when another writer got in between. Every other
  * function must be called outside read-side sections: they may wait for a
- * grace period when unlinked items hold too much memory.
+ * grace period.
  *
- * MEMORY. Everything the cache holds counts against the limit: each item's
- * allocation as the allocator hands it out (malloc_usable_size plus the
- * allocator's per-chunk header), the table's bucket arrays, and items
- * already unlinked but not yet freed (their grace period has not ended).
- * A write reserves its item's bytes before it links it (a compare-and-swap
- * on one counter, so the sum never passes the limit); when it does not fit,
- * the writer evicts, holding the eviction hand's lock, until it does. When
- * unlinked-but-unfreed bytes pass limit/16 the evicting writer waits for a
- * grace period instead of evicting more.
+ * MEMORY (cache_memory.c). Items live in segments of one arena, a single
+ * anonymous mapping (so that a file could back it) of 16 KiB to 1 MiB
+ * segments (the limit over 128, a power of two): each worker appends to a
+ * segment of its own, items packed at 8-byte alignment with no allocator
+ * header, and seals it into the eviction log when full. A value above
+ * ITEM_SEG_VALUE_MAX, or an item above an eighth of a segment, takes an
+ * allocation of its own (a "large item", one unit of the log by itself,
+ * with a reference count so that a reply can send it without a copy).
+ * What the limit bounds: every resident segment (holding items, dead
+ * items and tail space, free in the pool, or retiring), large items'
+ * allocations, and the bucket arrays; a segment or large item is reserved
+ * (a compare-and-swap on one counter) before it is used, so the sum never
+ * passes the limit. An unlinked item's segment keeps it until the segment
+ * is evicted or, having no linked item left, freed early.
+ * Reuse is RCU-safe: a unit is retired only once none of its items is in
+ * the table (eviction unlinks or carries them, expiry and overwrites
+ * unlink them); cache_reclaim() then waits for a grace period that starts
+ * after the retirement, after which no reader can hold a pointer into it,
+ * and only then pools the segment (or drops the large item's table
+ * reference; a reply holding the item frees it when done). Nothing in a
+ * segment is written while it is in the log but the atomic fields.
+ * Nothing in an item points into another allocation but its table chain,
+ * which a restart would rebuild by inserting every item again.
  *
- * EVICTION is SIEVE (Zhang et al., NSDI 2024): items enter a FIFO queue at
- * the head; a hit sets the item's visited bit (one relaxed byte store, only
- * when not already set, so gets stay lock-free and hot lines stay shared);
- * a hand moves from the tail toward the head, clearing set bits and
- * evicting the first unvisited item. The queue is sharded by item address
- * (QUEUE_SHARDS, each with its own lock, hand and ends), so writers linking
- * new items rarely meet; an evicting writer takes the shard holding the
- * most bytes, which keeps the shards even whatever sizes share a shard.
- * Lock order: queue shard, then a table bucket (the hand unlinks its
- * victim from the table); nothing takes them the other way round. Measured
- * against CLOCK in hash order (no queue links, 16 bytes less per item):
- * SIEVE keeps 1.3-4.5 points more hits at equal memory (BENCHMARKS.md).
+ * EVICTION (cache_evict.c) takes the oldest unit of the log (one evictor
+ * at a time, under evict_lock). A hit sets the item's visited bit (one
+ * relaxed byte store, only when not already set, so gets stay lock-free
+ * and hot lines stay shared). The evictor copies the segment's visited
+ * live items into a segment of its own (swapping each into the table with
+ * rhashtable_replace_fast while readers go on; the copy keeps value, cas,
+ * flags and times, its visit cleared) and unlinks the rest; while linked
+ * items hold less than 3/4 of the budget (the log is full of dead bytes:
+ * overwrites, deletes) it keeps every live item, compacting instead of
+ * evicting. When more than half of a segment would be kept (7/8 while
+ * compacting), copying would free little: the segment goes back to the
+ * head of the log whole, its visits cleared (as SIEVE's hand passes over
+ * visited items), unless a whole lap found nothing else. A large item that
+ * is kept goes back to the head, nothing copied. The maintenance thread
+ * evicts ahead to keep a little room free, so writers rarely evict
+ * themselves. Lock order: evict_lock, log_lock, a table bucket.
  *
  * EXPIRY is lazy on access and swept in the background: a maintenance
  * thread walks the table with its own cursor for at most 2 ms per tick
  * (every 100 ms; every 10 ms while it keeps finding dead items, so a mass
- * expiry is reclaimed in seconds without a long pause) and unlinks them.
- * flush_all is O(1): it records, at its time, how far each thread's cas
- * sequence had got; items with a cas at or below that are dead, and the
- * sweep reclaims them.
+ * expiry is reclaimed in seconds without a long pause) and unlinks them;
+ * a segment left without a linked item is freed then, before eviction
+ * reaches it. flush_all is O(1): it records, at its time, how far each
+ * thread's cas sequence had got; items with a cas at or below that are
+ * dead, and the sweep reclaims them.
  */
 #ifndef RHKV_SERVER_CACHE_H
 #define RHKV_SERVER_CACHE_H
@@ -60,8 +82,8 @@
 
 #include "common/rhashtable.h"
 
-/* The usage byte: a hit sets VISITED and FETCHED, the SIEVE hand clears
- * VISITED; FETCHED feeds the eviction stats and meta's "hit before". The
+/* The usage byte: a hit sets VISITED and FETCHED, eviction clears
+ * VISITED (or drops it with the copy it carries forward); FETCHED feeds the eviction stats and meta's "hit before". The
  * other bits serve memcached's meta commands: WON is set once, by the one
  * client that is handed the right to recache the item (cache_item_win);
  * STALE and KEY_BINARY are set when the item is built and never change.
@@ -272,7 +294,9 @@ void cache_prefetch(struct cache *c, struct cache_key key);
 /* Sets a live item's exptime (gat), inside the read-side section. */
 void cache_item_set_exptime(struct cache *c, struct item *it, int64_t exptime);
 
-/* References for items read outside a read-side section (large values). */
+/* References for large items (a value above ITEM_SEG_VALUE_MAX) read
+ * outside a read-side section; a segment item is never referenced (it is
+ * copied), and item_get() on one aborts. */
 void item_get(struct item *it);
 void item_put(struct item *it);
 

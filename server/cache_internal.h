@@ -1,7 +1,7 @@
 /*
  * What the files of the cache module share with each other and with no one
- * else: struct cache, the SIEVE queue, the table parameters, and the
- * cache__ functions one file defines for another. The public API and its
+ * else: struct cache, segments and the eviction log, the table parameters,
+ * and the cache__ functions one file defines for another. The public API and its
  * contracts are in cache.h.
  */
 #ifndef RHKV_SERVER_CACHE_INTERNAL_H

@@ -329,9 +329,9 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
 }
 
 /*
- * `stats items` and `stats slabs`. rhkvd has no slab classes: items are
- * malloc'd at their own size and evicted by SIEVE over the whole cache
- * (16 queue shards chosen by address, not by size). Both groups show that
+ * `stats items` and `stats slabs`. rhkvd has no slab classes: items of
+ * every size share segments and eviction takes the oldest segment
+ * whatever it holds. Both groups show that
  * as memcached would show a server whose items all lie in one class,
  * class 1, holding every item: its counts are the cache's; sizes a slab
  * allocator has and malloc has not are mapped as docs/stats.md says (one
@@ -473,7 +473,7 @@ static void stats_slabs(struct server *srv, const struct stats_sink *k)
 		     "Classes holding items: 1, or 0 when the cache is empty",
 		     cs.curr_items ? 1 : 0);
 	stats__put_u(k, STATS_GAUGE, "total_malloced",
-		     "Bytes of the items in the cache, as allocated", cs.bytes);
+		     "Bytes of the items in the cache, as placed", cs.bytes);
 }
 
 /* memcached's item size histogram is off unless started with it; rhkvd
