@@ -9,7 +9,10 @@
  *     self-describing values: key id, version and length in a header, a
  *     filler derived from them, the client flags derived from the version;
  *     lengths mostly 16-300 B, some 1-16 KiB, a few 17-100 KiB (large
- *     items);
+ *     items), and a few just below the segment size, among them large
+ *     items whose allocation is exactly one segment's bytes (a set must
+ *     store them: cache.h allows CACHE_NO_MEMORY only for an item that
+ *     cannot fit even in an empty cache);
  *   - a value is copied inside the read-side section and checked outside:
  *     it must be intact and belong to its key; for the worker's own keys it
  *     is exactly the last version written or a miss (eviction), a miss after
@@ -25,7 +28,9 @@
  *     curr_items must be the number of keys a final lookup pass finds, each
  *     exactly its model version.
  * A plain executable, so that it runs under TSan (criterion cannot).
- * RHKV_STRESS_MS bounds its time (default 3000 ms).
+ * RHKV_STRESS_MS bounds its time (default 3000 ms), RHKV_STRESS_LIMIT_KB
+ * sets the cache's limit (default 4096 KiB), RHKV_STRESS_SEG_EDGE=0 leaves
+ * out the values whose large item takes just one segment's bytes.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -44,7 +49,6 @@
 #define HOLDERS	    2
 #define KEYS	    1500 /* per worker */
 #define HOT	    8	 /* a worker's hot keys: its first ones */
-#define LIMIT	    (4u << 20)
 #define VALUE_MAX   (100u * 1024)
 #define HELD_MAX    6
 #define VALUE_MAGIC 0x52564b53u
@@ -67,6 +71,9 @@ struct worker {
 };
 
 static struct cache *cache;
+static uint64_t limit = 4u << 20; /* RHKV_STRESS_LIMIT_KB */
+static bool seg_edge = true;	  /* RHKV_STRESS_SEG_EDGE=0: none */
+static uint32_t seg_size; /* the cache's, set before the threads start */
 static struct worker workers[WORKERS];
 static _Atomic int stop;
 static _Atomic int failed;
@@ -104,17 +111,25 @@ static uint64_t rnd(uint64_t *s)
 }
 
 /* The value's length, from its key and version: mostly 16-300 B, some
- * 1-16 KiB, a few 17-100 KiB. */
+ * 1-16 KiB, a few 17-100 KiB, and a few just below the segment size: a
+ * large item whose allocation is exactly one segment falls among them. */
 static uint32_t value_len(uint32_t keyid, uint32_t version)
 {
 	uint64_t h = mix(((uint64_t)keyid << 32) | version);
 	uint64_t r = h % 1000, x = h >> 20;
 
-	if (r < 965)
+	if (r < 960)
 		return 16 + (uint32_t)(x % 285);
-	if (r < 995)
+	if (r < 990)
 		return 1024 + (uint32_t)(x % (15 * 1024 + 1));
-	return 17 * 1024 + (uint32_t)(x % (83 * 1024 + 1));
+	if (r < 995 || !seg_edge || seg_size > VALUE_MAX)
+		return 17 * 1024 + (uint32_t)(x % (83 * 1024 + 1));
+	if (x & 1)
+		return seg_size - 200 + (uint32_t)(x % 160);
+	/* The length whose allocation is just seg_size where malloc's usable
+	 * size is what was asked (TSan's, ASan's): header 28, key 9, flags
+	 * (odd versions) 4, struct large_item 80, malloc's chunk header 8. */
+	return seg_size - 125 - ((version & 1) ? 4 : 0);
 }
 
 static uint32_t value_flags(uint32_t keyid, uint32_t version)
@@ -295,8 +310,20 @@ static void write_own(struct worker *w, uint32_t k)
 	}
 	w->writes++;
 	if (r != CACHE_STORED) {
-		fail("key %u version %u (%u bytes): set returned %d", keyid,
-		     version, n, (int)r);
+		struct cache_stats st;
+
+		/* cache.h: CACHE_NO_MEMORY only for an item that cannot fit
+		 * even in an empty cache; every value here fits. */
+		cache_get_stats(cache, &st, false);
+		fail("key %u version %u (%u bytes): set returned %d%s "
+		     "(segment size %llu, accounted %llu of %llu, %lu "
+		     "segments pooled, %llu retiring)",
+		     keyid, version, n, (int)r,
+		     r == CACHE_NO_MEMORY ? " (CACHE_NO_MEMORY)" : "",
+		     (unsigned long long)st.segment_size,
+		     (unsigned long long)st.accounted,
+		     (unsigned long long)st.limit, st.segments_free,
+		     (unsigned long long)st.retired_bytes);
 		return;
 	}
 	w->present[k] = true;
@@ -518,10 +545,10 @@ static void final_checks(void)
 	if (st.curr_items != found || st2.curr_items != found)
 		fail("curr_items %lu (then %lu), a lookup pass found %lu",
 		     st.curr_items, st2.curr_items, found);
-	if (st.accounted > st.limit || st.limit != LIMIT)
-		fail("accounted %llu, limit %llu (set %u)",
+	if (st.accounted > st.limit || st.limit != limit)
+		fail("accounted %llu, limit %llu (set %llu)",
 		     (unsigned long long)st.accounted,
-		     (unsigned long long)st.limit, LIMIT);
+		     (unsigned long long)st.limit, (unsigned long long)limit);
 	if (st.bytes > st.accounted || st.segment_live > st.bytes)
 		fail("bytes %llu, segment_live %llu, accounted %llu",
 		     (unsigned long long)st.bytes,
@@ -547,11 +574,17 @@ int main(void)
 	long t0;
 
 	rhkv_rcu_register_thread();
-	cache = cache_create(WORKERS, LIMIT);
+	if (getenv("RHKV_STRESS_LIMIT_KB"))
+		limit = (uint64_t)atol(getenv("RHKV_STRESS_LIMIT_KB")) << 10;
+	cache = cache_create(WORKERS, limit);
 	if (!cache) {
 		fprintf(stderr, "FAIL: cache_create\n");
 		return 1;
 	}
+	cache_get_stats(cache, &st, false);
+	seg_size = (uint32_t)st.segment_size;
+	seg_edge = !getenv("RHKV_STRESS_SEG_EDGE") ||
+		   atoi(getenv("RHKV_STRESS_SEG_EDGE")) != 0;
 	for (unsigned int i = 0; i < WORKERS; i++) {
 		struct worker *w = &workers[i];
 
