@@ -94,7 +94,7 @@ static void count_gone(struct cache *c, struct item *it, bool live,
 static struct item *carry_copy(struct cache *c, const struct item *it)
 {
 	uint32_t n = cache__seg_bytes(it);
-	int64_t need;
+	struct cache_room need;
 	struct item *copy =
 		(struct item *)cache__seg_alloc(c, c->threads, n, &need);
 
@@ -360,26 +360,26 @@ void cache__free_dead_segments(struct cache *c)
 
 /* ---- making room ---- */
 
-static bool fits(struct cache *c, int64_t want, bool for_segment)
+static bool fits(struct cache *c, struct cache_room want)
 {
-	if (for_segment &&
+	if (want.segment &&
 	    atomic_load_explicit(&c->pooled, memory_order_relaxed))
 		return true;
 	/* Writers leave a segment's room for the evictor's carry. */
-	return cache__load64(&c->mem) + want + (int64_t)c->seg_size <=
+	return cache__load64(&c->mem) + want.bytes + (int64_t)c->seg_size <=
 	       cache__item_budget(c);
 }
 
-bool cache__make_room(struct cache *c, int64_t want, bool for_segment)
+bool cache__make_room(struct cache *c, struct cache_room want)
 {
-	if (want + (int64_t)c->seg_size > cache__item_budget(c))
+	if (want.bytes + (int64_t)c->seg_size > cache__item_budget(c))
 		return false;
 	for (unsigned int idle = 0; idle < 3;) {
-		if (fits(c, want, for_segment))
+		if (fits(c, want))
 			return true;
 		/* Pooled segments are room for a large item once given
 		 * back to the kernel. */
-		if (!for_segment && cache__pool_trim(c, 0))
+		if (!want.segment && cache__pool_trim(c, 0))
 			continue;
 		/* Units evicted already are room after a grace period. */
 		if (cache__load64(&c->retired) > 0 && cache__reclaim(c))
@@ -390,5 +390,5 @@ bool cache__make_room(struct cache *c, int64_t want, bool for_segment)
 				idle++;
 		}
 	}
-	return fits(c, want, for_segment);
+	return fits(c, want);
 }

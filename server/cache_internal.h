@@ -266,22 +266,30 @@ int cache__memory_init(struct cache *c);
 /* Frees every segment and large item (no reader may be left). */
 void cache__memory_destroy(struct cache *c);
 
+/* Room an allocation lacked: bytes, and whether they are for a segment
+ * (then a free pooled segment is room enough) or a large item (for which
+ * pooled segments must first go back to the kernel). */
+struct cache_room {
+	int64_t bytes;
+	bool segment;
+};
+
 /*
  * A new item, not linked, with its layout bits set (flags when not 0, room
  * for a chosen cas): in writer `thread`'s open segment, or a large item of
- * its own. NULL when there is no room (then *need says how many bytes of
- * room it wants: cache__make_room), or for a large item the allocator
- * refused (need 0).
+ * its own. NULL when there is no room (then *need says what room it wants:
+ * cache__make_room), or for a large item the allocator refused (need->bytes
+ * 0).
  */
 struct item *cache__item_alloc(struct cache *c, unsigned int thread,
 			       struct cache_key key, uint32_t flags,
 			       uint32_t exptime, uint32_t nbytes,
-			       bool room_for_cas, int64_t *need);
+			       bool room_for_cas, struct cache_room *need);
 /* n bytes (a multiple of 8) at the end of writer `thread`'s open segment,
  * sealing it and taking a free one when they do not fit; NULL when no
- * segment is free without evicting (*need: the bytes a new one wants). */
+ * segment is free without evicting (*need: a segment). */
 char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
-		       int64_t *need);
+		       struct cache_room *need);
 /* The item's value, to fill before it is linked. */
 static inline char *cache__item_value_w(struct item *it)
 {
@@ -321,9 +329,8 @@ void cache__seal(struct cache *c, struct seg *s);
 
 /* ---- eviction (cache_evict.c) ---- */
 
-/* Evicts until want more bytes fit; whether they do. for_segment: a free
- * segment in the pool is room enough. */
-bool cache__make_room(struct cache *c, int64_t want, bool for_segment);
+/* Evicts until want fits; whether it does. */
+bool cache__make_room(struct cache *c, struct cache_room want);
 /* Evicts the oldest unit of the log, or passes over it (mostly kept:
  * back to the head) unless force. */
 enum evict_result { EVICT_FREED, EVICT_PASSED, EVICT_EMPTY };

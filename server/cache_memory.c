@@ -297,7 +297,7 @@ static size_t round8(size_t n)
 }
 
 char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
-		       int64_t *need)
+		       struct cache_room *need)
 {
 	struct seg_writer *w = &c->writers[thread];
 	struct seg *s = atomic_load_explicit(&w->open, memory_order_relaxed);
@@ -314,7 +314,7 @@ char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
 	}
 	s = seg_take(c, thread == c->threads);
 	if (!s) {
-		*need = (int64_t)c->seg_size;
+		*need = (struct cache_room){ (int64_t)c->seg_size, true };
 		return NULL;
 	}
 	seg_open(s);
@@ -324,7 +324,7 @@ char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
 }
 
 static struct item *large_alloc(struct cache *c, size_t size, uint32_t nbytes,
-				int64_t *need)
+				struct cache_room *need)
 {
 	struct large_item *l;
 	size_t fp;
@@ -332,13 +332,13 @@ static struct item *large_alloc(struct cache *c, size_t size, uint32_t nbytes,
 	l = malloc(sizeof(*l) + size);
 	if (!l) {
 		cache__count(&c->malloc_fails);
-		*need = 0;
+		*need = (struct cache_room){ 0, false };
 		return NULL;
 	}
 	fp = malloc_usable_size(l) + RHKV_MALLOC_CHUNK_HEADER;
 	if (!mem_reserve(c, (int64_t)fp, (int64_t)c->seg_size)) {
 		free(l);
-		*need = (int64_t)fp;
+		*need = (struct cache_room){ (int64_t)fp, false };
 		return NULL;
 	}
 	cache__add64(&c->large, (int64_t)fp);
@@ -359,7 +359,7 @@ static struct item *large_alloc(struct cache *c, size_t size, uint32_t nbytes,
 struct item *cache__item_alloc(struct cache *c, unsigned int thread,
 			       struct cache_key key, uint32_t flags,
 			       uint32_t exptime, uint32_t nbytes,
-			       bool room_for_cas, int64_t *need)
+			       bool room_for_cas, struct cache_room *need)
 {
 	size_t size = ITEM_HEADER_BYTES + (flags ? 4 : 0) + key.n + nbytes +
 		      (room_for_cas ? sizeof(uint64_t) : 0);
@@ -368,7 +368,7 @@ struct item *cache__item_alloc(struct cache *c, unsigned int thread,
 	struct item *it;
 	uint8_t layout = flags ? ITEM_HAS_FLAGS : 0;
 
-	*need = 0;
+	*need = (struct cache_room){ 0, false };
 	it = large ? large_alloc(c, size, nbytes, need)
 		   : (struct item *)cache__seg_alloc(c, thread, round8(size),
 						     need);

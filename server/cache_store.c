@@ -26,7 +26,7 @@ static uint64_t next_cas(struct cache *c, unsigned int thread)
 /* What one attempt of a write asks of its caller, outside the read-side
  * section: make room, or try again. */
 struct attempt {
-	int64_t need; /* bytes to make room for */
+	struct cache_room need; /* room to make (bytes 0: none) */
 	bool retry;
 };
 
@@ -40,11 +40,11 @@ static struct item *alloc_item(struct cache *c, unsigned int thread,
 			       uint32_t exptime, uint32_t nbytes,
 			       bool room_for_cas, struct attempt *a)
 {
-	int64_t need;
+	struct cache_room need;
 	struct item *it = cache__item_alloc(c, thread, key, flags, exptime,
 					    nbytes, room_for_cas, &need);
 
-	if (!it && need) {
+	if (!it && need.bytes) {
 		a->need = need;
 		a->retry = true;
 	}
@@ -205,13 +205,12 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
  * CACHE_NO_MEMORY (the item cannot fit even in an empty cache). */
 static bool settle(struct cache *c, struct attempt *a, unsigned int *tries)
 {
-	if (a->need) {
-		int64_t need = a->need;
+	if (a->need.bytes) {
+		struct cache_room need = a->need;
 
-		a->need = 0;
+		a->need.bytes = 0;
 		/* Writers racing for the same room: bounded retries. */
-		if (!cache__make_room(c, need, need == (int64_t)c->seg_size) ||
-		    ++*tries > 100)
+		if (!cache__make_room(c, need) || ++*tries > 100)
 			return false;
 	}
 	return true;

@@ -2,7 +2,7 @@
  * Nothing lost: eight connections write versioned values to one shared key
  * space ("nl:0" .. "nl:19999", so the table grows as they are first
  * written) and read them back, while a scanner walks the table and a
- * churner sets and deletes 60,000 "tmp:" keys en masse (so the table grows
+ * churner sets and deletes 50,000 "tmp:" keys en masse (so the table grows
  * past them and shrinks back). No memory pressure, no TTL. Checked:
  *
  *  - no torn or foreign value: each value names its key, its writer and its
@@ -33,7 +33,7 @@
 #include "harness.h"
 
 #define NL_KEYS	     20000
-#define NL_TMP_KEYS  60000
+#define NL_TMP_KEYS  50000
 #define NL_WRITERS   8
 #define NL_BATCH     40	     /* requests pipelined per round trip */
 #define NL_SET_PCT   70	     /* of a writer's requests; the rest are gets */
