@@ -6,8 +6,9 @@
  */
 #include "cache_internal.h"
 
-/* At most this share of an evicted segment is carried forward, so that
- * each eviction frees at least the rest, however hot the segment was. */
+/* In a full cache at most 1/CARRY_MAX_DIV of an evicted segment is carried
+ * forward, so that each eviction frees at least the rest, however hot the
+ * segment was (while compacting, 7/8: see evict_segment). */
 #define CARRY_MAX_DIV 2
 /* The evictor leaves its read-side section this often (in items), so
  * that a grace period never waits for a whole segment. */
@@ -112,6 +113,33 @@ static struct item *carry_copy(struct cache *c, const struct item *it)
 	/* The data never changes once linked: a plain copy. */
 	memcpy(copy->data, it->data, item_size(it) - ITEM_HEADER_BYTES);
 	return copy;
+}
+
+/*
+ * After the swap: what a reader changed in the old item since it was
+ * copied (a touch's exptime, a recache win, a fetch) goes to the copy.
+ * A reader that found the old item before the swap and writes to it only
+ * after this (between its lookup and its store, inside one read-side
+ * section) loses that write, as if it had come just before the copy: a
+ * touch's new TTL or a win. Left so: closing it would put a lock on
+ * every touch for the sake of a window of nanoseconds.
+ */
+static void catch_up(struct item *copy, const struct item *old)
+{
+	uint8_t sticky =
+		item__usage(old) & (ITEM_WON | ITEM_FETCHED | ITEM_STALE);
+
+	atomic_store_explicit(
+		&copy->exptime,
+		atomic_load_explicit(&old->exptime, memory_order_relaxed),
+		memory_order_relaxed);
+	atomic_store_explicit(
+		&copy->atime,
+		atomic_load_explicit(&old->atime, memory_order_relaxed),
+		memory_order_relaxed);
+	if (sticky)
+		atomic_fetch_or_explicit(&copy->usage, sticky,
+					 memory_order_relaxed);
 }
 
 /* The carry segment gives back the last copy (its replace failed). */
@@ -242,6 +270,7 @@ static bool evict_segment(struct cache *c, struct seg *u, bool force)
 					    &c->ht, &it->node, &copy->node,
 					    cache__params) == 0) {
 				carry_left -= n;
+				catch_up(copy, it);
 				cache__item_linked(c, copy);
 				cache__item_unlinked(c, it);
 				cache__count(&c->carried);
