@@ -294,14 +294,14 @@ static bool evict_segment(struct cache *c, struct seg *u, bool force)
 
 /* A large unit that eviction keeps (keep_item) goes back to the head of
  * the log, nothing to copy, unless force; else it is unlinked and
- * retired. Returns false when it was passed over. Under evict_lock. */
+ * retired. Returns false when it was passed over. Under evict_lock,
+ * inside the read-side section it was taken off the log in. */
 static bool evict_large(struct cache *c, struct seg *u, bool force)
 {
 	struct item *it = (struct item *)u->base;
 	bool full = cache_full(c), live, requeued = false;
 	uint8_t usage;
 
-	rhkv_rcu_read_lock();
 	usage = item__usage(it);
 	live = cache_item_live(c, it, cache_now());
 	if (!force && keep_item(it, live, full)) {
@@ -323,7 +323,6 @@ static bool evict_large(struct cache *c, struct seg *u, bool force)
 		count_gone(c, it, live, usage);
 	}
 	/* Else its unlinker retires it. */
-	rhkv_rcu_read_unlock();
 	return !requeued;
 }
 
@@ -333,6 +332,14 @@ enum evict_result cache__evict_one(struct cache *c, bool force)
 	struct seg *u;
 
 	pthread_mutex_lock(&c->evict_lock);
+	/*
+	 * Inside a read-side section from before u leaves the log: a large
+	 * item's unlinker retires it at once once it is off the log, and
+	 * only this section keeps it from being freed under the evictor.
+	 * (evict_lock is taken outside sections: its holder may wait for a
+	 * grace period.)
+	 */
+	rhkv_rcu_read_lock();
 	pthread_mutex_lock(&c->log_lock);
 	u = c->log_tail;
 	if (u) {
@@ -340,11 +347,16 @@ enum evict_result cache__evict_one(struct cache *c, bool force)
 		u->state = SEG_EVICTING;
 	}
 	pthread_mutex_unlock(&c->log_lock);
-	if (u)
-		res = (u->large ? evict_large(c, u, force)
-				: evict_segment(c, u, force))
-			      ? EVICT_FREED
-			      : EVICT_PASSED;
+	if (u && u->large) {
+		res = evict_large(c, u, force) ? EVICT_FREED : EVICT_PASSED;
+		rhkv_rcu_read_unlock();
+	} else {
+		/* Nothing retires a segment but its evictor. */
+		rhkv_rcu_read_unlock();
+		if (u)
+			res = evict_segment(c, u, force) ? EVICT_FREED
+							 : EVICT_PASSED;
+	}
 	pthread_mutex_unlock(&c->evict_lock);
 	return res;
 }
