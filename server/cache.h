@@ -45,8 +45,14 @@
  * Nothing in an item points into another allocation but its table chain,
  * which a restart would rebuild by inserting every item again.
  *
- * EVICTION (cache_evict.c) takes the oldest unit of the log (one evictor
- * at a time, under evict_lock). A hit sets the item's visited bit (one
+ * EVICTION (cache_evict.c) takes the oldest unit of one of two logs (one
+ * evictor at a time, under evict_lock), as S3-FIFO does with its queues:
+ * new units enter the "new" log, what eviction keeps goes to the "kept"
+ * log, and the evictor takes from the new log while it holds more than a
+ * tenth of both; so an item nobody reads again (a miss's set, mostly)
+ * leaves after a tenth of a turn, and kept items stay for the rest (+1.1
+ * points of W5 hit ratio at equal -m over one log). A hit sets the item's
+ * visited bit (one
  * relaxed byte store, only when not already set, so gets stay lock-free
  * and hot lines stay shared). The evictor copies the segment's visited
  * live items into a segment of its own (swapping each into the table with
@@ -55,10 +61,10 @@
  * items hold less than 3/4 of the budget (the log is full of dead bytes:
  * overwrites, deletes) it keeps every live item, compacting instead of
  * evicting. When more than half of a segment would be kept (7/8 while
- * compacting), copying would free little: the segment goes back to the
- * head of the log whole, its visits cleared (as SIEVE's hand passes over
+ * compacting), copying would free little: the segment goes to the head of
+ * the kept log whole, its visits cleared (as SIEVE's hand passes over
  * visited items), unless a whole lap found nothing else. A large item that
- * is kept goes back to the head, nothing copied. The maintenance thread
+ * is kept goes there too, nothing copied. The maintenance thread
  * evicts ahead to keep a little room free, so writers rarely evict
  * themselves. Lock order: evict_lock, log_lock, a table bucket.
  *

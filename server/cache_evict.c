@@ -16,37 +16,50 @@
 
 /* ---- the log (log_lock) ---- */
 
-static void log_push_locked(struct cache *c, struct seg *u)
+static int64_t unit_bytes(struct cache *c, const struct seg *u)
 {
-	u->older = c->log_head;
+	return u->large ? (int64_t)((const struct large_item *)u)->footprint
+			: (int64_t)c->seg_size;
+}
+
+static void log_push_locked(struct cache *c, struct seg *u, int which)
+{
+	struct seg_log *l = &c->logs[which];
+
+	u->older = l->head;
 	u->newer = NULL;
-	if (c->log_head)
-		c->log_head->newer = u;
+	if (l->head)
+		l->head->newer = u;
 	else
-		c->log_tail = u;
-	c->log_head = u;
+		l->tail = u;
+	l->head = u;
+	l->bytes += unit_bytes(c, u);
+	u->log = (uint8_t)which;
 	u->state = SEG_SEALED;
 }
 
 static void log_remove_locked(struct cache *c, struct seg *u)
 {
+	struct seg_log *l = &c->logs[u->log];
+
 	if (u->newer)
 		u->newer->older = u->older;
 	else
-		c->log_head = u->older;
+		l->head = u->older;
 	if (u->older)
 		u->older->newer = u->newer;
 	else
-		c->log_tail = u->newer;
+		l->tail = u->newer;
 	u->newer = u->older = NULL;
+	l->bytes -= unit_bytes(c, u);
 }
 
-void cache__seal(struct cache *c, struct seg *s)
+void cache__seal(struct cache *c, struct seg *s, int log)
 {
 	pthread_mutex_lock(&c->log_lock);
 	/* A large item unlinked before it got here is retiring already. */
 	if (!(s->large && s->unlinked))
-		log_push_locked(c, s);
+		log_push_locked(c, s, log);
 	pthread_mutex_unlock(&c->log_lock);
 	if (!s->large &&
 	    atomic_load_explicit(&s->live, memory_order_relaxed) == 0)
@@ -208,7 +221,7 @@ static void pass_over(struct cache *c, struct seg *u, bool full)
 		rhkv_rcu_read_unlock();
 	}
 	pthread_mutex_lock(&c->log_lock);
-	log_push_locked(c, u);
+	log_push_locked(c, u, LOG_KEPT);
 	pthread_mutex_unlock(&c->log_lock);
 	cache__count(&c->segs_requeued);
 }
@@ -311,7 +324,7 @@ static bool evict_large(struct cache *c, struct seg *u, bool force)
 						  memory_order_relaxed);
 		pthread_mutex_lock(&c->log_lock);
 		if (!u->unlinked) {
-			log_push_locked(c, u);
+			log_push_locked(c, u, LOG_KEPT);
 			requeued = true;
 		}
 		pthread_mutex_unlock(&c->log_lock);
@@ -324,6 +337,17 @@ static bool evict_large(struct cache *c, struct seg *u, bool force)
 	}
 	/* Else its unlinker retires it. */
 	return !requeued;
+}
+
+/* The oldest unit of LOG_NEW while that log holds more than a tenth of
+ * both, else of LOG_KEPT; the other when the one chosen is empty. */
+static struct seg *victim_locked(struct cache *c)
+{
+	struct seg_log *n = &c->logs[LOG_NEW], *k = &c->logs[LOG_KEPT];
+
+	if (n->tail && (n->bytes * 10 > n->bytes + k->bytes || !k->tail))
+		return n->tail;
+	return k->tail;
 }
 
 enum evict_result cache__evict_one(struct cache *c, bool force)
@@ -341,7 +365,7 @@ enum evict_result cache__evict_one(struct cache *c, bool force)
 	 */
 	rhkv_rcu_read_lock();
 	pthread_mutex_lock(&c->log_lock);
-	u = c->log_tail;
+	u = victim_locked(c);
 	if (u) {
 		log_remove_locked(c, u);
 		u->state = SEG_EVICTING;
@@ -384,17 +408,19 @@ void cache__free_dead_segments(struct cache *c)
 		return;
 	pthread_mutex_lock(&c->evict_lock);
 	pthread_mutex_lock(&c->log_lock);
-	for (struct seg *u = c->log_tail, *next; u; u = next) {
-		next = u->newer;
-		/* Sealed: nothing is linked into it any more, so no count
+	for (int l = 0; l < 2; l++)
+		for (struct seg *u = c->logs[l].tail, *next; u; u = next) {
+			next = u->newer;
+			/* Sealed: nothing is linked into it any more, so no count
 		 * rises from 0 again. */
-		if (!u->large &&
-		    atomic_load_explicit(&u->live, memory_order_relaxed) == 0) {
-			log_remove_locked(c, u);
-			cache__seg_retire(c, u);
-			cache__count(&c->segs_freed_dead);
+			if (!u->large &&
+			    atomic_load_explicit(&u->live,
+						 memory_order_relaxed) == 0) {
+				log_remove_locked(c, u);
+				cache__seg_retire(c, u);
+				cache__count(&c->segs_freed_dead);
+			}
 		}
-	}
 	pthread_mutex_unlock(&c->log_lock);
 	pthread_mutex_unlock(&c->evict_lock);
 }

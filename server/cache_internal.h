@@ -40,6 +40,7 @@ struct seg {
 	struct cache *c;
 	uint32_t used; /* bytes written; final once sealed */
 	uint8_t state; /* enum seg_state; under log_lock once sealed */
+	uint8_t log;   /* LOG_NEW or LOG_KEPT, while SEG_SEALED */
 	bool large;
 	bool unlinked;	      /* a large unit whose item is out of the table */
 	_Atomic int64_t live; /* bytes of its items linked in the table */
@@ -75,6 +76,21 @@ static inline uint32_t cache__seg_bytes(const struct item *it)
 {
 	return (uint32_t)((item_size(it) + 7) & ~(size_t)7);
 }
+
+/*
+ * The two logs (as S3-FIFO's queues, Yang et al., SOSP 2023): new units
+ * (workers' segments, large items) enter LOG_NEW; what eviction keeps
+ * (carry segments, units passed over) goes to LOG_KEPT. The evictor takes
+ * from LOG_NEW while it holds more than a tenth of the logs' bytes, so an
+ * item read once never (most of a workload's misses) leaves the cache
+ * after a tenth of its turn, and kept items stay for the rest.
+ */
+enum { LOG_NEW, LOG_KEPT };
+
+struct seg_log {
+	struct seg *head, *tail; /* newest, oldest */
+	int64_t bytes;
+};
 
 /* Which segment each writer appends to: one per worker thread and one
  * for the evictor's carried items (the last), each alone on its line. */
@@ -124,11 +140,12 @@ struct cache {
 	size_t fresh;		 /* segments [fresh, nsegs) never used */
 	_Atomic unsigned long pooled, seg_resident;
 
-	/* The eviction log; evict_lock makes one evictor at a time (it owns
-	 * the carry writer); lock order: evict_lock, log_lock, a bucket. */
+	/* The eviction logs: new units, and kept ones; evict_lock makes one
+	 * evictor at a time (it owns the carry writer); lock order:
+	 * evict_lock, log_lock, a bucket. */
 	pthread_mutex_t evict_lock;
 	pthread_mutex_t log_lock;
-	struct seg *log_head, *log_tail;
+	struct seg_log logs[2];
 	_Atomic bool dead_segs; /* a sealed segment may have no live item */
 
 	/* flush_all: a snapshot of every thread's cas sequence; items at or
@@ -325,7 +342,7 @@ bool cache__reclaim(struct cache *c);
 unsigned long cache__pool_trim(struct cache *c, unsigned long keep);
 /* Unit accounting for the log (cache_evict.c): the open segment of
  * writer w is sealed into the log. */
-void cache__seal(struct cache *c, struct seg *s);
+void cache__seal(struct cache *c, struct seg *s, int log);
 
 /* ---- eviction (cache_evict.c) ---- */
 

@@ -164,13 +164,15 @@ int64_t cache_oldest_age(struct cache *c)
 {
 	int64_t now = cache_now(), oldest = now;
 	long budget = 1L << 20; /* items looked at, at most */
-	uint64_t first = 0;
+	uint64_t firsts[2] = { 0, 0 }, first = 0;
 
 	pthread_mutex_lock(&c->log_lock);
 	rhkv_rcu_read_lock();
-	for (struct seg *u = c->log_tail; u && !first && budget > 0;
-	     u = u->newer)
-		first = first_linked(c, u, u->used, &budget);
+	for (int l = 0; l < 2; l++)
+		for (struct seg *u = c->logs[l].tail;
+		     u && !firsts[l] && budget > 0; u = u->newer)
+			firsts[l] = first_linked(c, u, u->used, &budget);
+	first = firsts[0] ? firsts[0] : firsts[1];
 	for (unsigned int t = 0; t <= c->threads && !first; t++) {
 		struct seg *u = atomic_load_explicit(&c->writers[t].open,
 						     memory_order_acquire);
@@ -184,11 +186,13 @@ int64_t cache_oldest_age(struct cache *c)
 	}
 	rhkv_rcu_read_unlock();
 	pthread_mutex_unlock(&c->log_lock);
-	if (first) {
-		pthread_mutex_lock(&c->age_lock);
+	pthread_mutex_lock(&c->age_lock);
+	/* Carried items keep their cas: either log's may be the oldest. */
+	if (first)
 		oldest = stored_by(c, first, now);
-		pthread_mutex_unlock(&c->age_lock);
-	}
+	if (firsts[1] && stored_by(c, firsts[1], now) < oldest)
+		oldest = stored_by(c, firsts[1], now);
+	pthread_mutex_unlock(&c->age_lock);
 	return now - oldest;
 }
 

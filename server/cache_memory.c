@@ -70,11 +70,12 @@ void cache__memory_destroy(struct cache *c)
 	/* Large items are in the log or in an open writer: neither, once
 	 * every unit is unlinked... so free them from the log walk; the
 	 * table's items in segments go with the arena. */
-	for (struct seg *u = c->log_head, *next; u; u = next) {
-		next = u->older;
-		if (u->large)
-			large_free((struct large_item *)u);
-	}
+	for (int l = 0; l < 2; l++)
+		for (struct seg *u = c->logs[l].head, *next; u; u = next) {
+			next = u->older;
+			if (u->large)
+				large_free((struct large_item *)u);
+		}
 	if (c->arena)
 		munmap(c->arena, c->arena_bytes);
 	free(c->segs);
@@ -310,7 +311,7 @@ char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
 	}
 	if (s) {
 		atomic_store_explicit(&w->open, NULL, memory_order_relaxed);
-		cache__seal(c, s);
+		cache__seal(c, s, thread == c->threads ? LOG_KEPT : LOG_NEW);
 	}
 	s = seg_take(c, thread == c->threads);
 	if (!s) {
@@ -453,7 +454,7 @@ void cache__item_linked(struct cache *c, struct item *it)
 	if (u->large) {
 		cache__add64(&c->large_live, item_held(it));
 		/* Sealed into the log at once: a unit of its own. */
-		cache__seal(c, u);
+		cache__seal(c, u, LOG_NEW);
 	}
 }
 

@@ -185,8 +185,8 @@ def w5_tables(r, p):
             return None if d is None or d["hits"] + d["misses"] == 0 else \
                 100.0 * d["hits"] / (d["hits"] + d["misses"])
         diff = abs(best[4] - m[4]) / m[4]
-        if diff <= 0.05:
-            verdict = ("RSS matched within 5%% (rhkvd -m %d: %.1f MiB, memcached -m %d: %.1f MiB): "
+        if diff <= 0.02:
+            verdict = ("RSS matched within 2%% (rhkvd -m %d: %.1f MiB, memcached -m %d: %.1f MiB): "
                        "hit ratio rhkvd %s%% vs memcached %s%%" % (
                            best[2], best[4] / 1024, m[2], m[4] / 1024,
                            fmt(hit(best), ".2f"), fmt(hit(m), ".2f")))
@@ -420,7 +420,7 @@ generator (rhkv-bench) shares the machine with the server.""" % (
     %s keys (about 10× what memcached -m %s holds), %s B values, at equal
     process RSS: memcached runs with -m %s; rhkvd's -m is adjusted (up to
     %s tries, proportionally to the RSS gap; the search stops when the RSS
-    does not follow -m) until its VmRSS after the workload is within 5%% of
+    does not follow -m) until its VmRSS after the workload is within 2%% of
     memcached's. Each try: a pipelined (16) warm-up of %s s steps
     (memcached's goes on until it evicts, at most 2 steps; rhkvd's as long
     as memcached's), then %s s measured (closed loop, %s connections), then
