@@ -419,15 +419,17 @@ enum cache_result cache_incr_meta(struct cache *c, unsigned int thread,
 bool cache_touch(struct cache *c, struct cache_key key, int64_t exptime);
 
 /* Calls fn(arg, item) for each live item evicted, from the evicting thread
- * (under a queue shard's lock: fn must take no cache lock). Set it before
+ * (under evict_lock, inside a read-side section: fn must take no cache
+ * lock and must not wait for a grace period). Set it before
  * other threads use the cache's eviction; NULL: none. */
 void cache_set_evict_hook(struct cache *c,
 			  void (*fn)(void *arg, const struct item *it),
 			  void *arg);
 
 /*
- * Seconds since the oldest item still queued for eviction was stored
- * (`stats items` age). Items keep no store time (atime is the last access,
+ * Seconds since the oldest item still in the cache was stored (`stats
+ * items` age): the first one still linked in the oldest unit of either
+ * eviction log, or of an open segment when none is sealed. Items keep no store time (atime is the last access,
  * which every hit moves): their cas sequence is matched
  * against marks the maintenance thread records, one a second at most and
  * thinned as they age, so this is a lower bound, exact to the spacing of
@@ -480,7 +482,8 @@ struct cache_stats {
 };
 void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain);
 
-/* How the allocator's footprint of an item of data size n is counted. */
+/* The bytes an item holds as placed: its size rounded to 8 in a segment,
+ * a large item's allocation as the allocator counts it. */
 size_t cache_item_footprint(const struct item *it);
 
 #endif
