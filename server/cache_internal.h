@@ -340,8 +340,8 @@ bool cache__reclaim(struct cache *c);
 /* Gives pooled segments back to the kernel until at most keep remain;
  * how many it gave back. */
 unsigned long cache__pool_trim(struct cache *c, unsigned long keep);
-/* Unit accounting for the log (cache_evict.c): the open segment of
- * writer w is sealed into the log. */
+/* A full open segment, or a newly linked large item, joins eviction log
+ * `log` (LOG_NEW or LOG_KEPT) at its head (cache_evict.c). */
 void cache__seal(struct cache *c, struct seg *s, int log);
 
 /* ---- eviction (cache_evict.c) ---- */

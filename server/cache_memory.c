@@ -67,9 +67,9 @@ static void large_free(struct large_item *l)
 
 void cache__memory_destroy(struct cache *c)
 {
-	/* Large items are in the log or in an open writer: neither, once
-	 * every unit is unlinked... so free them from the log walk; the
-	 * table's items in segments go with the arena. */
+	/* Every large item still linked is a unit of a log (retired ones
+	 * were freed by the last reclaim); segment items go with the
+	 * arena. */
 	for (int l = 0; l < 2; l++)
 		for (struct seg *u = c->logs[l].head, *next; u; u = next) {
 			next = u->older;
@@ -432,13 +432,6 @@ static struct seg *unit_of(struct cache *c, const struct item *it)
 	return &c->segs[(size_t)((const char *)it - c->arena) / c->seg_size];
 }
 
-static int64_t item_held(const struct item *it)
-{
-	return cache__item_is_large(it)
-		       ? (int64_t)cache__large_of(it)->footprint
-		       : (int64_t)cache__seg_bytes(it);
-}
-
 void cache__item_linked(struct cache *c, struct item *it)
 {
 	struct seg *u = unit_of(c, it);
@@ -449,10 +442,10 @@ void cache__item_linked(struct cache *c, struct item *it)
 					      cache__seg_bytes(it),
 				      memory_order_release);
 	cache__add64(&u->live, (int64_t)cache__seg_bytes(it));
-	cache__add64(&c->live, item_held(it));
+	cache__add64(&c->live, (int64_t)cache_item_footprint(it));
 	cache__add64(&c->item_data, (int64_t)item_size(it));
 	if (u->large) {
-		cache__add64(&c->large_live, item_held(it));
+		cache__add64(&c->large_live, (int64_t)cache_item_footprint(it));
 		/* Sealed into the log at once: a unit of its own. */
 		cache__seal(c, u, LOG_NEW);
 	}
@@ -462,10 +455,11 @@ void cache__item_unlinked(struct cache *c, struct item *it)
 {
 	struct seg *u = unit_of(c, it);
 
-	cache__add64(&c->live, -item_held(it));
+	cache__add64(&c->live, -(int64_t)cache_item_footprint(it));
 	cache__add64(&c->item_data, -(int64_t)item_size(it));
 	if (u->large) {
-		cache__add64(&c->large_live, -item_held(it));
+		cache__add64(&c->large_live,
+			     -(int64_t)cache_item_footprint(it));
 		cache__large_unlinked(c, u);
 		return;
 	}
