@@ -228,12 +228,17 @@ enum mcbin_result mcbin_parse(const char *buf, size_t n, uint32_t body_max,
 		q->len = MCBIN_HEADER + (size_t)head;
 		q->swallow = nvalue;
 	}
-	if (n < q->len)
+	if (n < q->len && !(is_storage(q->lay.base) && !q->swallow &&
+			    n >= MCBIN_HEADER + (size_t)head))
 		return MCBIN_NEED_MORE;
 	decode_extras(buf + MCBIN_HEADER, q);
 	q->key = buf + MCBIN_HEADER + q->h.extlen;
 	q->value = q->key + q->h.keylen;
 	q->nvalue = q->swallow ? 0 : nvalue;
+	if (n < q->len) {
+		q->data_pending = true; /* a storage request's value only */
+		return MCBIN_NEED_MORE;
+	}
 	return q->swallow ? MCBIN_TOO_LARGE : MCBIN_OK;
 }
 

@@ -117,6 +117,10 @@ struct mcbin_req {
 	uint64_t initial; /* incr/decr */
 	uint32_t verbosity;
 	struct mcbin_layout lay;
+	/* MCBIN_NEED_MORE of a storage request whose header, extras and key
+	 * are here and valid: only value bytes are missing (q is filled as
+	 * for MCBIN_OK, value pointing at the part that is here). */
+	bool data_pending;
 };
 
 enum mcbin_result {

@@ -398,9 +398,11 @@ static enum proto_status parse_set(const struct meta_line *ml, size_t n,
 		return PROTO_TOO_LARGE;
 	m->swallow = 0;
 	need = (size_t)ml->l.total + m->nbytes + 2;
-	if (n < need)
-		return PROTO_NEED_MORE;
 	m->len = need;
+	if (n < need) {
+		m->data_pending = true;
+		return PROTO_NEED_MORE;
+	}
 	if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
 		return refuse(m, ERR_CHUNK);
 	return PROTO_OK;

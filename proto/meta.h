@@ -59,6 +59,7 @@ struct proto_meta {
 	bool opaque_too_long;
 	const char *error;   /* PROTO_CLIENT_ERROR: the whole line */
 	uint64_t swallow;    /* ms refused: data bytes to discard */
+	bool data_pending;   /* ms: as proto_req's */
 	uint32_t no_newline; /* as proto_req's */
 };
 
@@ -67,7 +68,9 @@ struct proto_meta {
  * two bytes, "m" and a letter (proto_text_parse answers PROTO_META for
  * such a line). Returns:
  * - PROTO_OK: m filled; consume m->len bytes.
- * - PROTO_NEED_MORE: no whole line yet, or ms's data block is not all here.
+ * - PROTO_NEED_MORE: no whole line yet, or ms's data block is not all here
+ *   (m->data_pending: the line is whole and valid, m filled as for
+ *   PROTO_OK).
  * - PROTO_ERROR: "ERROR" (an unknown meta letter, no key).
  * - PROTO_CLIENT_ERROR: reply m->error (with "\r\n"; it carries its
  *   CLIENT_ERROR prefix), consume m->len bytes, then for an ms discard

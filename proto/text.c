@@ -104,9 +104,11 @@ static enum proto_status parse_storage(const struct line *l, size_t n,
 		return PROTO_TOO_LARGE;
 	}
 	need = (size_t)l->total + req->nbytes + 2;
-	if (n < need)
-		return PROTO_NEED_MORE;
 	req->len = need;
+	if (n < need) {
+		req->data_pending = true;
+		return PROTO_NEED_MORE;
+	}
 	if (l->buf[need - 2] != '\r' || l->buf[need - 1] != '\n')
 		return client_error(req, MSG_CHUNK);
 	return PROTO_OK;

@@ -142,6 +142,11 @@ struct proto_req {
 	struct proto_span match; /* scan: the glob */
 	const char *error;	 /* PROTO_CLIENT_ERROR: the message */
 	uint64_t swallow;	 /* PROTO_TOO_LARGE: bytes to discard */
+	/* PROTO_NEED_MORE of a storage command whose line is whole and
+	 * valid: only its data block is missing. Every field is set as for
+	 * PROTO_OK, len being the whole request's (line, data, "\r\n"), so
+	 * a caller may receive the data block elsewhere. */
+	bool data_pending;
 	/* PROTO_NEED_MORE before the line's "\n": bytes searched for it (all
 	 * of buf), for lim->no_newline of the next call; 0 otherwise. */
 	uint32_t no_newline;

@@ -319,6 +319,29 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
 			      uint64_t cas_in, uint64_t *cas_out);
 
 /*
+ * Large values received straight into their item: a connection that has
+ * read a storage request's header makes the item first, reads the value
+ * from the socket into it, then stores it with cache_write (w->landed), so
+ * that a value of hundreds of kilobytes is never gathered in an input
+ * buffer and copied. Only values above ITEM_SEG_VALUE_MAX, whose items
+ * have an allocation of their own that nothing else sees until linked (a
+ * segment item would sit in its writer's open segment, which other
+ * requests of that worker seal while the value is still arriving).
+ *
+ * cache_landing_new makes an unlinked item for key with room for nbytes
+ * of value (flags as the request sent them), counted against the limit
+ * like any item (eviction makes room first), or NULL: nbytes not above
+ * ITEM_SEG_VALUE_MAX, or no room even in an empty cache.
+ * cache_landing_value is where its nbytes of value go; cache_landing_free
+ * drops one that will not be stored. Outside read-side sections.
+ */
+struct item *cache_landing_new(struct cache *c, unsigned int thread,
+			       struct cache_key key, uint32_t flags,
+			       uint32_t nbytes);
+char *cache_landing_value(struct item *it);
+void cache_landing_free(struct cache *c, unsigned int thread, struct item *it);
+
+/*
  * A write with everything memcached's meta set can ask (cache_store is the
  * classic subset). mode and cas_in as cache_store's, and:
  * - cas_in also guards APPEND and PREPEND when not 0;
@@ -332,7 +355,12 @@ enum cache_result cache_store(struct cache *c, unsigned int thread,
  * - nbytes_out (may be NULL) receives the stored value's length (an
  *   append's whole value); seq_out (may be NULL) the stored item's write
  *   sequence (its cas field, unlike cas_out never a chosen cas), which
- *   tells that very item apart from a later one.
+ *   tells that very item apart from a later one;
+ * - landed, when not NULL: *landed is an item from cache_landing_new
+ *   holding the whole value (value and nbytes must be its value and
+ *   length, flags its flags): it becomes the stored item instead of a
+ *   copy, or an append's or prepend's source. cache_write takes it,
+ *   whatever the result (linked, or freed), and sets *landed to NULL.
  */
 struct cache_write {
 	enum cache_store_mode mode;
@@ -349,6 +377,7 @@ struct cache_write {
 	int64_t vivify_exptime;
 	uint32_t *nbytes_out;
 	uint64_t *seq_out;
+	struct item **landed;
 };
 enum cache_result cache_write(struct cache *c, unsigned int thread,
 			      const struct cache_write *w, uint64_t *cas_out);

@@ -139,6 +139,10 @@ struct cache {
 	struct seg *released;	 /* free, handed back to the kernel */
 	size_t fresh;		 /* segments [fresh, nsegs) never used */
 	_Atomic unsigned long pooled, seg_resident;
+	/* The fewest pooled since the maintenance thread last trimmed the
+	 * pool (under pool_lock): that many were not needed meanwhile. */
+	unsigned long pool_low;
+	int64_t pool_trimmed_ns; /* maintenance thread's, monotonic */
 
 	/* The eviction logs: new units, and kept ones; evict_lock makes one
 	 * evictor at a time (it owns the carry writer); lock order:
@@ -340,6 +344,10 @@ bool cache__reclaim(struct cache *c);
 /* Gives pooled segments back to the kernel until at most keep remain;
  * how many it gave back. */
 unsigned long cache__pool_trim(struct cache *c, unsigned long keep);
+/* The same for the pooled segments beyond keep that no writer needed
+ * since the last call (the pool's low mark): segments freed and taken
+ * again under churn stay resident. */
+unsigned long cache__pool_trim_idle(struct cache *c, unsigned long keep);
 /* A full open segment, or a newly linked large item, joins eviction log
  * `log` (LOG_NEW or LOG_KEPT) at its head (cache_evict.c). */
 void cache__seal(struct cache *c, struct seg *s, int log);

@@ -148,7 +148,10 @@ static struct seg *seg_take(struct cache *c, bool carry)
 	} else if (c->pool) {
 		s = c->pool;
 		c->pool = s->next_free;
-		atomic_fetch_sub_explicit(&c->pooled, 1, memory_order_relaxed);
+		if (atomic_fetch_sub_explicit(
+			    &c->pooled, 1, memory_order_relaxed) <= c->pool_low)
+			c->pool_low = atomic_load_explicit(
+				&c->pooled, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&c->pool_lock);
 	if (s)
@@ -232,6 +235,23 @@ unsigned long cache__pool_trim(struct cache *c, unsigned long keep)
 		cache__add64(&c->mem, -(int64_t)c->seg_size);
 		n++;
 	}
+}
+
+unsigned long cache__pool_trim_idle(struct cache *c, unsigned long keep)
+{
+	unsigned long low, now, n;
+
+	pthread_mutex_lock(&c->pool_lock);
+	low = c->pool_low;
+	now = atomic_load_explicit(&c->pooled, memory_order_relaxed);
+	pthread_mutex_unlock(&c->pool_lock);
+	if (low > now) /* others trimmed meanwhile */
+		low = now;
+	n = cache__pool_trim(c, low > keep ? now - (low - keep) : now);
+	pthread_mutex_lock(&c->pool_lock);
+	c->pool_low = atomic_load_explicit(&c->pooled, memory_order_relaxed);
+	pthread_mutex_unlock(&c->pool_lock);
+	return n;
 }
 
 /* A unit past its grace period: a segment is free, a large item's

@@ -67,7 +67,14 @@ static struct item *build(struct cache *c, unsigned int thread,
 		old && (w->mode == CACHE_APPEND || w->mode == CACHE_PREPEND);
 	struct item *it;
 
-	if (!join) {
+	if (!join && w->landed) {
+		/* The value is in place already: only the times are set. */
+		it = *w->landed;
+		atomic_store_explicit(&it->exptime, exptime,
+				      memory_order_relaxed);
+		atomic_store_explicit(&it->atime, (uint32_t)cache_now(),
+				      memory_order_relaxed);
+	} else if (!join) {
 		it = alloc_item(c, thread, key, w->flags, exptime, w->nbytes,
 				w->cas_new != 0, a);
 		if (it)
@@ -105,17 +112,20 @@ static struct item *build(struct cache *c, unsigned int thread,
 
 /*
  * Links fresh in place of old (NULL: a new key), inside the read-side
- * section. On failure (another writer got in first) fresh goes back and
- * the caller is asked to decide again.
+ * section. On failure (another writer got in first) fresh goes back (a
+ * landed item is kept for the next attempt) and the caller is asked to
+ * decide again.
  */
 static bool place(struct cache *c, unsigned int thread, struct cache_key key,
-		  struct item *old, struct item *fresh, struct attempt *a)
+		  struct item *old, struct item *fresh, bool landed,
+		  struct attempt *a)
 {
 	if (old ? rhashtable_replace_fast(&c->ht, &old->node, &fresh->node,
 					  cache__params) != 0
 		: rhashtable_lookup_get_insert_key(&c->ht, &key, &fresh->node,
 						   cache__params) != NULL) {
-		cache__item_discard(c, thread, fresh);
+		if (!landed)
+			cache__item_discard(c, thread, fresh);
 		a->retry = true;
 		return false;
 	}
@@ -160,6 +170,7 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 	uint32_t exptime = cache__exptime_u32(w->exptime);
 	struct cache_write stale;
 	struct item *fresh;
+	bool landed;
 
 	if (!live && w->vivify &&
 	    (mode == CACHE_APPEND || mode == CACHE_PREPEND))
@@ -197,8 +208,12 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 		*w->nbytes_out = item_nbytes(fresh);
 	if (w->seq_out)
 		*w->seq_out = fresh->cas;
-	return place(c, thread, w->key, old, fresh, a) ? CACHE_STORED
-						       : CACHE_NOT_STORED;
+	landed = w->landed && fresh == *w->landed;
+	if (!place(c, thread, w->key, old, fresh, landed, a))
+		return CACHE_NOT_STORED;
+	if (landed)
+		*w->landed = NULL; /* linked: the table's now */
+	return CACHE_STORED;
 }
 
 /* After an attempt, outside the read-side section. False: give up with
@@ -243,8 +258,45 @@ enum cache_result cache_write(struct cache *c, unsigned int thread,
 			       .key = w->key,
 			       .cas_out = cas_out,
 			       .w = w };
+	enum cache_result res = run(c, &j);
 
-	return run(c, &j);
+	/* Not linked (refused, or an append's source): freed. */
+	if (w->landed && *w->landed) {
+		cache__item_discard(c, thread, *w->landed);
+		*w->landed = NULL;
+	}
+	return res;
+}
+
+struct item *cache_landing_new(struct cache *c, unsigned int thread,
+			       struct cache_key key, uint32_t flags,
+			       uint32_t nbytes)
+{
+	unsigned int tries = 0;
+	struct cache_room need;
+	struct item *it;
+
+	if (nbytes <= ITEM_SEG_VALUE_MAX)
+		return NULL;
+	/* With room for a chosen cas: whether the write will choose one is
+	 * not known yet (8 bytes of a large allocation). */
+	while (!(it = cache__item_alloc(c, thread, key, flags, 0, nbytes, true,
+					&need))) {
+		/* As settle(): room made, then a bounded number of tries. */
+		if (!need.bytes || !cache__make_room(c, need) || ++tries > 100)
+			return NULL;
+	}
+	return it;
+}
+
+char *cache_landing_value(struct item *it)
+{
+	return cache__item_value_w(it);
+}
+
+void cache_landing_free(struct cache *c, unsigned int thread, struct item *it)
+{
+	cache__item_discard(c, thread, it);
 }
 
 enum cache_result cache_store(struct cache *c, unsigned int thread,
@@ -387,8 +439,8 @@ static enum cache_result rewrite_once(struct cache *c, const struct job *j,
 		cache__item_choose_cas(fresh, chosen);
 	if (cas_out)
 		*cas_out = item_cas(fresh);
-	return place(c, thread, key, old, fresh, a) ? CACHE_STORED
-						    : CACHE_NOT_STORED;
+	return place(c, thread, key, old, fresh, false, a) ? CACHE_STORED
+							   : CACHE_NOT_STORED;
 }
 
 static enum cache_result rewrite(struct cache *c, unsigned int thread,
@@ -531,8 +583,8 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 	out->value = v;
 	out->cas = item_cas(fresh);
 	out->exptime = exptime;
-	return place(c, thread, key, old, fresh, a) ? CACHE_STORED
-						    : CACHE_NOT_STORED;
+	return place(c, thread, key, old, fresh, false, a) ? CACHE_STORED
+							   : CACHE_NOT_STORED;
 }
 
 static enum cache_result incr_run(struct cache *c, unsigned int thread,

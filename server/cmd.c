@@ -144,14 +144,23 @@ static void watch_stored(struct conn *c, const struct request *r,
 static void exec_store(struct conn *c, const struct request *r)
 {
 	struct thread_stats *st = &c->w->stats;
+	const struct cache_write w = {
+		.mode = store_modes[r->cmd],
+		.key = r->key,
+		.flags = r->flags,
+		.exptime = cache_abs_exptime(r->exptime),
+		.value = r->value,
+		.nbytes = r->nbytes,
+		/* The classic append and prepend compare no cas. */
+		.cas_in = r->cmd == REQ_CAS ? r->cas : 0,
+		.landed = r->landed,
+	};
 	uint64_t cas = 0;
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
 	server_detail(c->w->srv, r->key, DETAIL_SET, false);
-	res = cache_store(c->w->srv->cache, c->w->id, store_modes[r->cmd],
-			  r->key, r->flags, cache_abs_exptime(r->exptime),
-			  r->value, r->nbytes, r->cas, &cas);
+	res = cache_write(c->w->srv->cache, c->w->id, &w, &cas);
 	watch_stored(c, r, cmd_store_word(res));
 	switch (res) {
 	case CACHE_STORED:

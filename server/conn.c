@@ -3,7 +3,10 @@
  * every protocol and transport: read what the transport has, decode every
  * complete request (one ahead, its bucket prefetched), gate on auth,
  * execute, record latency, write all replies with one write, and apply
- * backpressure (no reading while output is past the high-water mark).
+ * backpressure (no reading while output is past the high-water mark). A
+ * value above ITEM_SEG_VALUE_MAX that has not all arrived is received
+ * straight into its item ("landing", below) rather than gathered in the
+ * input buffer and copied.
  */
 #include "conn.h"
 
@@ -22,6 +25,34 @@
 
 /* How long a finished connection waits for the peer's EOF. */
 #define LINGER_S 2
+
+/* ---- large values: landing (the functions are further down) ---- */
+
+/*
+ * A storage request whose value is above ITEM_SEG_VALUE_MAX and has not
+ * all arrived is received straight into its item: the header stays at the
+ * start of rbuf (the decoded request points into it; nothing moves or
+ * reallocates rbuf until the request has run), the value goes from the
+ * socket into the item (cache_landing_new) with reads as large as what is
+ * missing, and the bytes after it (the protocol's value_end, then further
+ * requests) go into rbuf after the header. Once all are here the request
+ * runs with the item as its value (cache_write's landed). The item counts
+ * against the memory limit while it lands, as memcached's does; an idle
+ * or closed connection frees it.
+ */
+struct landing {
+	struct request req; /* decoded at rbuf[0] */
+	struct item *it;    /* NULL: nothing landing */
+	char *dst;	    /* its value */
+	size_t hdr;	    /* the header's bytes at rbuf[0] */
+	uint32_t got;	    /* value bytes received */
+	uint32_t tail;	    /* bytes of value_end */
+};
+
+static bool landing(const struct conn *c)
+{
+	return c->land && c->land->it;
+}
 
 /* Brings srv->conn_bytes up to date with this connection's buffers: one
  * shared atomic add, only when they changed. */
@@ -149,6 +180,9 @@ void conn_close(struct conn *c)
 	free(c->rbuf);
 	if (c->proto && c->proto->close)
 		c->proto->close(c);
+	if (c->land && c->land->it)
+		cache_landing_free(w->srv->cache, w->id, c->land->it);
+	free(c->land);
 	account(c, 0);
 	conn_slot_give(w->srv);
 	free(c);
@@ -240,6 +274,7 @@ static void dispatch(struct conn *c, enum decode_status st,
 		c->close_when_done = true;
 		return;
 	case DECODE_NEED_MORE:
+	case DECODE_NEED_VALUE: /* the batch loop stops before it */
 		return;
 	}
 }
@@ -280,6 +315,10 @@ static size_t run_batch(struct conn *c)
 		ahead = false;
 		if (st[cur] == DECODE_NEED_MORE)
 			break;
+		if (st[cur] == DECODE_NEED_VALUE) {
+			c->land_next = true; /* process() lands it */
+			break;
+		}
 		/*
 		 * Pipelined batches: the request after this one is decoded
 		 * now and its bucket prefetched, so that its lookup does not
@@ -320,6 +359,113 @@ static bool choose_protocol(struct conn *c)
 	return !c->proto->open || c->proto->open(c) == 0;
 }
 
+/* ---- large values: landing (see struct landing) ---- */
+
+/* Consumes the landed request's header and ending from rbuf. */
+static void land_consume(struct conn *c)
+{
+	size_t n = c->land->hdr + c->land->tail;
+
+	memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+	c->rlen -= n;
+	c->land->it = NULL;
+	conn_touch(c); /* a whole request arrived */
+}
+
+/* Begins landing the request at rbuf[0], which its decoder answered
+ * DECODE_NEED_VALUE. */
+static void land_start(struct conn *c)
+{
+	struct cache *cache = c->w->srv->cache;
+	struct landing *l = c->land;
+	struct request *r;
+	size_t have, n;
+
+	if (!l && !(l = c->land = calloc(1, sizeof(*l)))) {
+		c->broken = true;
+		return;
+	}
+	r = &l->req;
+	if (c->proto->decode(c, c->rbuf, c->rlen, 0, r) != DECODE_NEED_VALUE)
+		return; /* the same bytes decode alike: cannot happen */
+	l->hdr = (size_t)(r->value - c->rbuf);
+	l->tail = (uint32_t)(r->len - l->hdr - r->nbytes);
+	l->it = cache_landing_new(cache, c->w->id, r->key, r->flags, r->nbytes);
+	if (!l->it) {
+		/* It cannot fit even in an empty cache: refused as the store
+		 * would be, and the value discarded as it arrives. */
+		STAT_INC(&c->w->stats, store_no_memory);
+		if (!r->noreply)
+			c->proto->reply.status(c, r, REPLY_NO_MEMORY,
+					       "out of memory storing object");
+		memmove(c->rbuf, c->rbuf + l->hdr, c->rlen - l->hdr);
+		c->rlen -= l->hdr;
+		c->swallow = (uint64_t)r->nbytes + l->tail;
+		return;
+	}
+	l->dst = cache_landing_value(l->it);
+	/* What of the value came with the header moves into the item; the
+	 * rest of rbuf (at most the start of value_end) follows the header. */
+	have = c->rlen - l->hdr;
+	n = have < r->nbytes ? have : r->nbytes;
+	memcpy(l->dst, c->rbuf + l->hdr, n);
+	memmove(c->rbuf + l->hdr, c->rbuf + l->hdr + n, have - n);
+	c->rlen -= n;
+	l->got = (uint32_t)n;
+}
+
+/* Runs the landed request once its value and ending are all here; false
+ * while they are not. */
+static bool land_finish(struct conn *c)
+{
+	struct landing *l = c->land;
+	struct request r = l->req;
+	uint64_t t0;
+
+	if (l->got < r.nbytes || c->rlen < l->hdr + l->tail)
+		return false;
+	if (l->tail && memcmp(c->rbuf + l->hdr, r.value_end, l->tail) != 0) {
+		/* Not the ending the protocol wants: refused, as a request
+		 * that arrived whole would be. */
+		cache_landing_free(c->w->srv->cache, c->w->id, l->it);
+		if (!r.noreply)
+			c->proto->reply.status(c, &r, r.status, r.message);
+		land_consume(c);
+		return true;
+	}
+	r.value = l->dst;
+	r.landed = &l->it;
+	t0 = latency_now_ns();
+	dispatch(c, DECODE_OK, &r, &t0);
+	if (l->it) /* not taken (refused before the store) */
+		cache_landing_free(c->w->srv->cache, c->w->id, l->it);
+	land_consume(c);
+	return true;
+}
+
+/* Reads value bytes into the landing item: as many as are missing, so one
+ * read takes all the socket has of it. Returns as conn_read. */
+static bool land_read(struct conn *c)
+{
+	struct landing *l = c->land;
+	ssize_t n =
+		c->transport->read(c, l->dst + l->got, l->req.nbytes - l->got);
+
+	if (n == 0) {
+		c->peer_eof = true;
+		return true;
+	}
+	if (n == TRANSPORT_WANT_WRITE)
+		c->read_wants_write = true;
+	if (n < 0)
+		return n != TRANSPORT_ERROR;
+	l->got += (uint32_t)n;
+	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
+	return true;
+}
+
+/* ---- reading and processing ---- */
+
 /* Executes every complete request in rbuf and keeps the rest. */
 static void process(struct conn *c)
 {
@@ -338,20 +484,18 @@ static void process(struct conn *c)
 		c->broken = true;
 		return;
 	}
+	if (landing(c) && !land_finish(c))
+		return; /* the value is still arriving */
 	off = run_batch(c);
 	if (off) {
 		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
 		c->rlen -= off;
 		conn_touch(c); /* a whole request arrived */
 	}
-	/* A big value has gone through: give its buffer back. */
-	if (c->rlen <= RBUF_INITIAL / 2 && c->rcap > RBUF_INITIAL) {
-		char *p = realloc(c->rbuf, RBUF_INITIAL);
-
-		if (p) {
-			c->rbuf = p;
-			c->rcap = RBUF_INITIAL;
-		}
+	if (c->land_next) {
+		c->land_next = false;
+		if (!c->broken && !c->close_when_done)
+			land_start(c);
 	}
 }
 
@@ -402,13 +546,28 @@ static bool grow_rbuf(struct conn *c)
 	return true;
 }
 
-/* Reads once; returns false when the connection must close now. */
+/* Reads once (a landing value, then what follows it); returns false when
+ * the connection must close now. */
 static bool conn_read(struct conn *c)
 {
 	ssize_t n;
 
 	c->read_wants_write = false;
-	if (c->rlen == c->rcap) {
+	if (landing(c) && c->land->got < c->land->req.nbytes) {
+		if (!land_read(c))
+			return false;
+		if (c->peer_eof || c->read_wants_write ||
+		    c->land->got < c->land->req.nbytes)
+			return true;
+		/* The value is whole: read its ending (and what follows) now,
+		 * not at the next wakeup. */
+	}
+	if (landing(c)) {
+		/* rbuf holds the header: never moved while landing. When it is
+		 * full, what is there is enough to finish the request. */
+		if (c->rlen == c->rcap)
+			return true;
+	} else if (c->rlen == c->rcap) {
 		if (!grow_rbuf(c))
 			return false;
 		if (c->close_when_done)
@@ -555,6 +714,23 @@ void conn_shutdown(struct conn *c)
 	update_events(c);
 }
 
+/* A buffer grown for a big request goes back to its initial size once the
+ * connection is idle: at a tick, not after every request, so that a client
+ * sending such requests one after another does not regrow it each time. */
+static void shrink_rbuf(struct conn *c)
+{
+	char *p;
+
+	if (c->rcap <= RBUF_INITIAL || c->rlen > RBUF_INITIAL / 2 || landing(c))
+		return;
+	p = realloc(c->rbuf, RBUF_INITIAL);
+	if (p) {
+		c->rbuf = p;
+		c->rcap = RBUF_INITIAL;
+		account(c, buffer_bytes(c));
+	}
+}
+
 void conn_tick(struct conn *c, int64_t now)
 {
 	const struct config *cfg = &c->w->srv->cfg;
@@ -580,5 +756,9 @@ void conn_tick(struct conn *c, int64_t now)
 		    cfg->idle_timeout) {
 		log_debug("closing idle connection %d", c->fd);
 		conn_close(c);
+		return;
 	}
+	if (now - atomic_load_explicit(&c->last_active, memory_order_relaxed) >=
+	    1)
+		shrink_rbuf(c);
 }

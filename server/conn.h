@@ -2,7 +2,8 @@
  * One client connection: its input buffer, output buffer, protocol and
  * transport, owned by one worker thread. The batch loop executes every
  * complete request in the input in one pass and writes all replies with
- * one write; a partial request waits for more bytes.
+ * one write; a partial request waits for more bytes. A large value is
+ * read from the socket straight into the item that will hold it.
  */
 #ifndef RHKV_SERVER_CONN_H
 #define RHKV_SERVER_CONN_H
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct landing;
 struct protocol;
 struct server;
 struct transport;
@@ -28,6 +30,11 @@ struct conn {
 	const struct protocol *proto; /* NULL until the first byte */
 	void *pstate;		      /* the protocol's */
 	uint64_t swallow;      /* bytes of a too-large value to discard */
+	/* A large value being received straight into its item (conn.c),
+	 * allocated on first use; land_next: the request at the start of
+	 * the input is one (its decoder said DECODE_NEED_VALUE). */
+	struct landing *land;
+	bool land_next;
 	bool close_when_done;  /* quit, line too long, shutdown */
 	bool broken;	       /* output lost: close without a reply */
 	bool read_wants_write; /* the transport's read waits to write */

@@ -257,6 +257,7 @@ static void fill(struct request *r, const struct proto_bin_req *q,
 	r->status = REPLY_NONE;
 	r->message = NULL;
 	r->swallow = 0;
+	r->landed = NULL;
 }
 
 static enum reply_status status_of_code(uint32_t code)

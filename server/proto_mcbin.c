@@ -142,7 +142,13 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	switch (mcbin_parse(buf, n, value_max + MCBIN_BODY_SLACK, value_max,
 			    &q)) {
 	case MCBIN_NEED_MORE:
-		return DECODE_NEED_MORE;
+		/* A large value still arriving lands in its item (conn.c). */
+		if (!q.data_pending || !c->authed ||
+		    q.nvalue <= ITEM_SEG_VALUE_MAX)
+			return DECODE_NEED_MORE;
+		fill(r, &q);
+		r->value_end = NULL;
+		return DECODE_NEED_VALUE;
 	case MCBIN_OK:
 		fill(r, &q);
 		return DECODE_OK;

@@ -119,6 +119,26 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 				: (struct cache_key){ NULL, 0 };
 	r->arg = span(buf, q->arg);
 	r->args = span(buf, q->args);
+	r->landed = NULL;
+}
+
+/* A storage request whose data block has not all arrived: worth receiving
+ * straight into its item (DECODE_NEED_VALUE) when the value is large. */
+static bool value_lands(const struct conn *c, bool data_pending,
+			uint32_t nbytes)
+{
+	return data_pending && c->authed && nbytes > ITEM_SEG_VALUE_MAX;
+}
+
+/* DECODE_NEED_VALUE's ending and the refusal when it is wrong (the
+ * classic commands' words; a meta set's come with its whole line). */
+static enum decode_status need_value(struct request *r, enum reply_status st,
+				     const char *message)
+{
+	r->value_end = "\r\n";
+	r->status = st;
+	r->message = message;
+	return DECODE_NEED_VALUE;
 }
 
 size_t text_get_line_max(const struct config *cfg)
@@ -206,7 +226,9 @@ static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
 	c->text_no_newline = st == PROTO_NEED_MORE ? m.no_newline : 0;
 	switch (st) {
 	case PROTO_NEED_MORE:
-		return DECODE_NEED_MORE;
+		if (!value_lands(c, m.data_pending, m.nbytes))
+			return DECODE_NEED_MORE;
+		/* fall through */
 	case PROTO_OK:
 	case PROTO_TOO_LARGE:
 		if (!fill_meta(c, buf, slot, &m, r)) {
@@ -216,6 +238,9 @@ static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
 			return DECODE_CLOSE;
 		}
 		r->swallow = m.swallow;
+		if (st == PROTO_NEED_MORE)
+			return need_value(r, REPLY_ERROR,
+					  "CLIENT_ERROR bad data chunk");
 		return st == PROTO_OK ? DECODE_OK : DECODE_TOO_LARGE;
 	case PROTO_CLIENT_ERROR:
 		/* REPLY_ERROR with a message prints the message alone. */
@@ -268,7 +293,10 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	c->text_no_newline = st == PROTO_NEED_MORE ? q.no_newline : 0;
 	switch (st) {
 	case PROTO_NEED_MORE:
-		return DECODE_NEED_MORE;
+		if (!value_lands(c, q.data_pending, q.nbytes))
+			return DECODE_NEED_MORE;
+		fill(r, buf, &q);
+		return need_value(r, REPLY_CLIENT_ERROR, "bad data chunk");
 	case PROTO_OK:
 		fill(r, buf, &q);
 		return DECODE_OK;

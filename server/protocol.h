@@ -36,6 +36,17 @@ enum decode_status {
 	/* The connection cannot go on: reply r->status unless REPLY_NONE,
 	 * then close once the output is written. */
 	DECODE_CLOSE,
+	/*
+	 * A storage request whose header is whole and valid and whose value,
+	 * above ITEM_SEG_VALUE_MAX, has not all arrived (decoders say so only
+	 * once the connection has authenticated). r is filled as for
+	 * DECODE_OK but r->value points at the part that is here and r->len
+	 * is the whole request's length; r->value_end names the bytes that
+	 * must follow the value (NULL: none) and r->status, r->message the
+	 * refusal when others do. The batch loop receives the value straight
+	 * into its item (conn.c) and then runs the request.
+	 */
+	DECODE_NEED_VALUE,
 };
 
 /* How a meta request ended (memcached's two-letter codes). */

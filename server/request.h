@@ -7,7 +7,8 @@
  * encodings; a new protocol is a decoder plus a set of reply operations.
  *
  * A request points into the connection's input buffer (keys, values): it
- * is valid until the batch loop consumes its bytes.
+ * is valid until the batch loop consumes its bytes. A large value may
+ * instead be in an item of its own (landed).
  */
 #ifndef RHKV_SERVER_REQUEST_H
 #define RHKV_SERVER_REQUEST_H
@@ -174,6 +175,13 @@ struct request {
 	enum reply_status status;
 	const char *message;
 	uint64_t swallow; /* DECODE_TOO_LARGE: bytes of value to discard */
+	/* DECODE_NEED_VALUE: the bytes that end the value ("\r\n"), or
+	 * NULL when none do. */
+	const char *value_end;
+	/* Storage: where the item holding the value is when the batch loop
+	 * received it straight into one (cache_write's landed); NULL from
+	 * every decoder. */
+	struct item **landed;
 	/* The decoder's own fields, for its key iterator and its replies. */
 	union {
 		struct {

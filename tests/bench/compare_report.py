@@ -5,7 +5,8 @@ Reads the runs that compare recorded (a TSV file of lines, one per run, each
 naming the rhkv-bench --json file of that run), takes medians over the
 rounds, prints the tables, writes the gnuplot data and PNGs (plot.gp) and
 the Markdown file. Run by compare; not meant to be run by hand. The memory
-section is tests/bench/memory's markdown (--memory-md), taken as it is.
+and W7 sections are tests/bench/memory's and tests/bench/large's markdown
+(--memory-md, --w7-md), taken as they are.
 
 Lines of the results file (tab-separated):
   run  WORKLOAD SERVER ROUND JSON ITEMS   a load run (ITEMS: curr_items
@@ -203,7 +204,8 @@ def w5_tables(r, p):
 
 
 def mem_tables(path):
-    """tests/bench/memory's markdown: its table, details and commands."""
+    """A script's markdown taken as it is (tests/bench/memory's, large's):
+    its table, details and commands."""
     if not path or not os.path.exists(path):
         return []
     return open(path).read().rstrip().splitlines()
@@ -341,6 +343,7 @@ def main():
     ap.add_argument("--mc-version", default="memcached")
     ap.add_argument("--table-output", default="")
     ap.add_argument("--memory-md", default="", help="tests/bench/memory --out")
+    ap.add_argument("--w7-md", default="", help="tests/bench/large --out")
     ap.add_argument("--plot-dir", default="")
     ap.add_argument("--gnuplot", default="")
     ap.add_argument("--plot-gp", default="")
@@ -356,10 +359,12 @@ def main():
     w4 = w4_tables(r, p)
     w5, verdict = w5_tables(r, p)
     mem = mem_tables(a.memory_md)
+    w7 = mem_tables(a.w7_md)
     tbl, tbl_text = table_bench(a.table_output)
     for title, body in (("Throughput and latency (W1–W4)", main),
                         ("W4 growth and W6 latency during resizes", w4),
                         ("W5 hit ratio at equal RSS", w5),
+                        ("W7 large values (tests/bench/large)", w7),
                         ("Memory (tests/bench/memory)", mem),
                         ("Hashtable: rhashtable vs cds_lfht (bench-rhashtable)", tbl)):
         if body:
