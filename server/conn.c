@@ -23,6 +23,10 @@
 
 #define RBUF_INITIAL 16384
 
+/* Reads a wakeup makes at most while each fills the space it was given
+ * (the socket likely holds more): then other connections get their turn. */
+#define READS_PER_WAKEUP 4
+
 /* How long a finished connection waits for the peer's EOF. */
 #define LINGER_S 2
 
@@ -550,9 +554,11 @@ static bool grow_rbuf(struct conn *c)
  * the connection must close now. */
 static bool conn_read(struct conn *c)
 {
+	size_t space;
 	ssize_t n;
 
 	c->read_wants_write = false;
+	c->read_full = false;
 	if (landing(c) && c->land->got < c->land->req.nbytes) {
 		if (!land_read(c))
 			return false;
@@ -573,7 +579,8 @@ static bool conn_read(struct conn *c)
 		if (c->close_when_done)
 			return true; /* refused: the error is queued */
 	}
-	n = c->transport->read(c, c->rbuf + c->rlen, c->rcap - c->rlen);
+	space = c->rcap - c->rlen;
+	n = c->transport->read(c, c->rbuf + c->rlen, space);
 	if (n == 0) {
 		/* The peer closed its side (or half-closed): no more input,
 		 * but the requests already here are answered in full. */
@@ -587,6 +594,7 @@ static bool conn_read(struct conn *c)
 	/* Bytes alone do not count as activity (last_active): a client
 	 * trickling a request that never completes is idle (slowloris). */
 	c->rlen += (size_t)n;
+	c->read_full = (size_t)n == space;
 	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
 	return true;
 }
@@ -664,6 +672,8 @@ static bool conn_drain_input(struct conn *c)
 
 bool conn_ready(struct conn *c, bool readable, bool writable)
 {
+	unsigned int reads = 1;
+
 	if (c->lingering)
 		return conn_drain_input(c);
 	if ((readable || (writable && c->read_wants_write)) && !conn_read(c)) {
@@ -684,6 +694,19 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 		if (c->broken || !conn_write(c)) {
 			conn_close(c);
 			return false;
+		}
+		/* The last read filled its space: read on now rather than at
+		 * the next wakeup (a value bigger than the buffer, a deep
+		 * pipeline), unless backpressure holds the input. */
+		if (c->read_full && reads < READS_PER_WAKEUP &&
+		    !c->close_when_done && !c->peer_eof && !c->watch &&
+		    evbuffer_get_length(c->out) < c->w->srv->cfg.output_hwm) {
+			reads++;
+			if (!conn_read(c)) {
+				conn_close(c);
+				return false;
+			}
+			continue;
 		}
 		/* A dump goes on as long as its output drains; once it ends,
 		 * the requests that waited for it run. */

@@ -29,7 +29,7 @@ struct conn {
 	struct evbuffer *out;
 	const struct protocol *proto; /* NULL until the first byte */
 	void *pstate;		      /* the protocol's */
-	uint64_t swallow;      /* bytes of a too-large value to discard */
+	uint64_t swallow; /* bytes of a too-large value to discard */
 	/* A large value being received straight into its item (conn.c),
 	 * allocated on first use; land_next: the request at the start of
 	 * the input is one (its decoder said DECODE_NEED_VALUE). */
@@ -38,6 +38,7 @@ struct conn {
 	bool close_when_done;  /* quit, line too long, shutdown */
 	bool broken;	       /* output lost: close without a reply */
 	bool read_wants_write; /* the transport's read waits to write */
+	bool read_full;	       /* the last read filled the space it had */
 	bool lingering;	       /* replies all sent, waiting for EOF */
 	int64_t linger_since;  /* seconds */
 	bool peer_eof;	       /* read 0: answer what is here, close */
