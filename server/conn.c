@@ -547,6 +547,8 @@ static bool grow_rbuf(struct conn *c)
 		return false;
 	c->rbuf = p;
 	c->rcap = cap;
+	/* Counted now: a wakeup may grow it again before it ends. */
+	account(c, buffer_bytes(c));
 	return true;
 }
 
