@@ -652,6 +652,167 @@ static enum proto_bin_result args(const msgpack_object_array *a,
 	return PROTO_BIN_OK;
 }
 
+/* ---- the direct path ---- */
+
+/*
+ * A load is made of GETs and SETs, each a flat array of a few scalars: for
+ * them the shape walk, msgpack-c's object tree and its zone cost more than
+ * the request's lookup. decode_direct reads the plain encodings of the key
+ * ops (GET, GETS, DELETE) and of the stores but CAS straight from the
+ * bytes. It takes only what the general path would decode as PROTO_BIN_OK,
+ * into the same struct; anything else (another op, a form it does not
+ * read, anything the general path would reject or refuse) makes it return
+ * false, and the general path decides.
+ */
+struct reader {
+	const unsigned char *p, *end;
+};
+
+/* An unsigned format (positive fixint, uint 8..64): a positive integer
+ * to msgpack-c. */
+static bool read_uint(struct reader *r, uint64_t *v)
+{
+	const unsigned char *p = r->p;
+	size_t left = (size_t)(r->end - p), len;
+
+	if (!left)
+		return false;
+	if (p[0] <= 0x7f) {
+		*v = p[0];
+		r->p++;
+		return true;
+	}
+	switch (p[0]) {
+	case 0xcc:
+		len = 1;
+		break;
+	case 0xcd:
+		len = 2;
+		break;
+	case 0xce:
+		len = 4;
+		break;
+	case 0xcf:
+		len = 8;
+		break;
+	default:
+		return false;
+	}
+	if (left < 1 + len)
+		return false;
+	*v = 0;
+	for (size_t i = 1; i <= len; i++)
+		*v = *v << 8 | p[i];
+	r->p += 1 + len;
+	return true;
+}
+
+/* What get_i64 takes, in the forms read here: an unsigned format up to
+ * INT64_MAX or a negative fixint. */
+static bool read_int(struct reader *r, int64_t *v)
+{
+	uint64_t u;
+
+	if (r->p < r->end && *r->p >= 0xe0) {
+		*v = (int8_t)*r->p++;
+		return true;
+	}
+	if (!read_uint(r, &u) || u > INT64_MAX)
+		return false;
+	*v = (int64_t)u;
+	return true;
+}
+
+/* A str or bin, its bytes inside the body. */
+static bool read_bytes(struct reader *r, struct proto_bin_bytes *b)
+{
+	const unsigned char *p = r->p;
+	size_t left = (size_t)(r->end - p), head, n;
+
+	if (!left)
+		return false;
+	if (p[0] >= 0xa0 && p[0] <= 0xbf) {
+		head = 1;
+		n = p[0] & 0x1fu;
+	} else if ((p[0] == 0xc4 || p[0] == 0xd9) && left >= 2) {
+		head = 2;
+		n = p[1];
+	} else if ((p[0] == 0xc5 || p[0] == 0xda) && left >= 3) {
+		head = 3;
+		n = be16(p + 1);
+	} else if ((p[0] == 0xc6 || p[0] == 0xdb) && left >= 5) {
+		head = 5;
+		n = be32(p + 1);
+	} else {
+		return false;
+	}
+	if (n > left - head)
+		return false;
+	b->p = (const char *)p + head;
+	b->n = (uint32_t)n;
+	r->p += head + n;
+	return true;
+}
+
+/* An optional argument given as nil: skipped, it is absent. */
+static bool read_nil(struct reader *r)
+{
+	if (r->p < r->end && *r->p == 0xc0) {
+		r->p++;
+		return true;
+	}
+	return false;
+}
+
+static bool decode_direct(const char *body, size_t n, uint32_t max_value,
+			  struct proto_bin_req *req)
+{
+	struct reader r = { (const unsigned char *)body,
+			    (const unsigned char *)body + n };
+	uint64_t op, id, u;
+	uint32_t nargs;
+
+	/* A fixarray of op, id and one to four arguments. */
+	if (n < 4 || r.p[0] < 0x93 || r.p[0] > 0x96)
+		return false;
+	nargs = (r.p[0] & 0x0fu) - 2;
+	r.p++;
+	if (!read_uint(&r, &op) || !read_uint(&r, &id))
+		return false;
+	switch (op) {
+	case PROTO_OP_GET:
+	case PROTO_OP_GETS:
+	case PROTO_OP_DELETE:
+	case PROTO_OP_SET:
+	case PROTO_OP_ADD:
+	case PROTO_OP_REPLACE:
+	case PROTO_OP_APPEND:
+	case PROTO_OP_PREPEND:
+		break;
+	default:
+		return false;
+	}
+	if (nargs < arity[op].min || nargs > arity[op].max)
+		return false;
+	memset(req, 0, sizeof(*req));
+	req->op = (uint32_t)op;
+	req->id = id;
+	if (!read_bytes(&r, &req->key) ||
+	    !proto_bin_key_ok(req->key.p, req->key.n))
+		return false;
+	if (nargs >= 2 &&
+	    (!read_bytes(&r, &req->value) || req->value.n > max_value))
+		return false;
+	if (nargs >= 3 && !read_nil(&r)) {
+		if (!read_uint(&r, &u) || u > UINT32_MAX)
+			return false;
+		req->flags = (uint32_t)u;
+	}
+	if (nargs >= 4 && !read_nil(&r) && !read_int(&r, &req->exptime))
+		return false;
+	return r.p == r.end;
+}
+
 enum proto_bin_result proto_bin_decode_request(struct proto_bin_decoder *d,
 					       const char *body, size_t n,
 					       uint32_t max_value,
@@ -659,10 +820,13 @@ enum proto_bin_result proto_bin_decode_request(struct proto_bin_decoder *d,
 					       uint32_t *status,
 					       const char **error)
 {
-	const msgpack_object_array *a = unpack_array(d, body, n);
+	const msgpack_object_array *a;
 	uint64_t op;
 	uint32_t nargs;
 
+	if (decode_direct(body, n, max_value, req))
+		return PROTO_BIN_OK;
+	a = unpack_array(d, body, n);
 	memset(req, 0, sizeof(*req));
 	if (!a || a->size < 2 || !get_u64(&a->ptr[0], &op) ||
 	    !get_u64(&a->ptr[1], &req->id))
@@ -804,6 +968,63 @@ void proto_bin_end(msgpack_sbuffer *sb, size_t frame)
 	p[1] = (unsigned char)(len >> 16);
 	p[2] = (unsigned char)(len >> 8);
 	p[3] = (unsigned char)len;
+}
+
+size_t proto_bin_put_uint(unsigned char *p, uint64_t v)
+{
+	size_t len;
+
+	if (v <= 0x7f) {
+		p[0] = (unsigned char)v;
+		return 1;
+	}
+	if (v <= UINT8_MAX) {
+		p[0] = 0xcc;
+		len = 1;
+	} else if (v <= UINT16_MAX) {
+		p[0] = 0xcd;
+		len = 2;
+	} else if (v <= UINT32_MAX) {
+		p[0] = 0xce;
+		len = 4;
+	} else {
+		p[0] = 0xcf;
+		len = 8;
+	}
+	for (size_t i = len; i >= 1; i--, v >>= 8)
+		p[i] = (unsigned char)v;
+	return 1 + len;
+}
+
+size_t proto_bin_put_bin_head(unsigned char *p, uint32_t n)
+{
+	if (n <= UINT8_MAX) {
+		p[0] = 0xc4;
+		p[1] = (unsigned char)n;
+		return 2;
+	}
+	if (n <= UINT16_MAX) {
+		p[0] = 0xc5;
+		p[1] = (unsigned char)(n >> 8);
+		p[2] = (unsigned char)n;
+		return 3;
+	}
+	p[0] = 0xc6;
+	p[1] = (unsigned char)(n >> 24);
+	p[2] = (unsigned char)(n >> 16);
+	p[3] = (unsigned char)(n >> 8);
+	p[4] = (unsigned char)n;
+	return 5;
+}
+
+size_t proto_bin_put_reply_head(unsigned char *p, uint64_t id, uint32_t status)
+{
+	size_t n = 1;
+
+	p[0] = 0x93;
+	n += proto_bin_put_uint(p + n, id);
+	n += proto_bin_put_uint(p + n, status);
+	return n;
 }
 
 void proto_bin_pack_reply_head(msgpack_packer *pk, uint64_t id, uint32_t status)

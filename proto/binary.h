@@ -4,8 +4,10 @@
  *
  * A frame is a 4-byte big-endian body length, then the body: one msgpack
  * array. Requests are [op, id, args...], replies [id, status, payload].
- * Bodies are decoded in place with msgpack-c: keys, values and strings in
- * a decoded request or reply point into the body, which must outlive them.
+ * Bodies are decoded in place with msgpack-c (the plain encodings of the
+ * common requests are read directly, binary.c's direct path): keys, values
+ * and strings in a decoded request or reply point into the body, which
+ * must outlive them.
  *
  * Hostile input: the length is checked against the limit before anything
  * is buffered (proto_bin_frame_len); before msgpack-c sees a body, a
@@ -277,6 +279,20 @@ void proto_bin_end(msgpack_sbuffer *sb, size_t frame);
  * payload (one object; nil when none). */
 void proto_bin_pack_reply_head(msgpack_packer *pk, uint64_t id,
 			       uint32_t status);
+/*
+ * The same bytes as msgpack-c's packer, written at p by the caller that
+ * has reserved room: no packer callback and no copy per field, for the
+ * server's replies to the common requests. Each returns the bytes
+ * written. An unsigned integer in its shortest form (at most
+ * PROTO_BIN_UINT_MAX bytes); a bin's header (at most 5); a reply's head,
+ * the 3-array, id and status (at most PROTO_BIN_REPLY_HEAD_MAX).
+ */
+#define PROTO_BIN_UINT_MAX	 9u
+#define PROTO_BIN_REPLY_HEAD_MAX (1u + 2u * PROTO_BIN_UINT_MAX)
+size_t proto_bin_put_uint(unsigned char *p, uint64_t v);
+size_t proto_bin_put_bin_head(unsigned char *p, uint32_t n);
+size_t proto_bin_put_reply_head(unsigned char *p, uint64_t id, uint32_t status);
+
 /* Packs the head of a request: an array of 2 + nargs, op, id; the caller
  * packs the nargs arguments. */
 void proto_bin_pack_request_head(msgpack_packer *pk, uint32_t op, uint64_t id,

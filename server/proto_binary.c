@@ -1,8 +1,9 @@
 /*
  * rhkv's msgpack protocol (proto/PROTOCOL.md) as a front end (protocol.h):
  * frames cut from the input and decoded by proto/binary.c into a struct
- * request; replies packed into a per-connection msgpack buffer that goes
- * to the output once per batch (flush). Values up to REPLY_COPY_MAX are
+ * request; replies staged in a per-connection buffer that goes to the
+ * output once per batch (flush): the common ones written there directly,
+ * the others with msgpack-c's packer. Values up to REPLY_COPY_MAX are
  * copied; larger ones of a GET go by reference, as in the text protocol.
  */
 #include <inttypes.h>
@@ -77,6 +78,63 @@ static void frame_end(struct bin_state *s, size_t f)
 {
 	if (f != (size_t)-1)
 		proto_bin_end(&s->sb, f);
+}
+
+/*
+ * Room for n more bytes at the end of the staging buffer, or NULL (out of
+ * memory: marked failed). The buffer is msgpack-c's sbuffer, which grows
+ * with realloc and is freed with free: growing it here keeps that.
+ */
+static unsigned char *stage_reserve(struct bin_state *s, size_t n)
+{
+	msgpack_sbuffer *sb = &s->sb;
+	size_t cap = sb->alloc ? sb->alloc : MSGPACK_SBUFFER_INIT_SIZE;
+	char *p;
+
+	if (sb->alloc - sb->size >= n)
+		return (unsigned char *)sb->data + sb->size;
+	while (cap - sb->size < n)
+		cap *= 2;
+	p = realloc(sb->data, cap);
+	if (!p) {
+		s->failed = true;
+		return NULL;
+	}
+	sb->data = p;
+	sb->alloc = cap;
+	return (unsigned char *)p + sb->size;
+}
+
+/*
+ * The common replies (a status without a message, a number, a value) are
+ * written directly into the staging buffer: direct_begin reserves a whole
+ * frame (payload_max bytes of payload at most) and writes its header's
+ * place and [id, status; the caller writes the payload from the pointer
+ * it returns (NULL: out of memory) and hands its end to direct_end, which
+ * fills in the length. The bytes are those the packer would write.
+ */
+static unsigned char *direct_begin(struct bin_state *s, const struct request *r,
+				   uint32_t status, size_t payload_max)
+{
+	unsigned char *p = stage_reserve(
+		s, PROTO_BIN_HEADER + PROTO_BIN_REPLY_HEAD_MAX + payload_max);
+
+	if (!p)
+		return NULL;
+	p += PROTO_BIN_HEADER;
+	return p + proto_bin_put_reply_head(p, r->p.bin.id, status);
+}
+
+static void direct_end(struct bin_state *s, unsigned char *end)
+{
+	unsigned char *f = (unsigned char *)s->sb.data + s->sb.size;
+	uint32_t len = (uint32_t)(end - f - PROTO_BIN_HEADER);
+
+	f[0] = (unsigned char)(len >> 24);
+	f[1] = (unsigned char)(len >> 16);
+	f[2] = (unsigned char)(len >> 8);
+	f[3] = (unsigned char)len;
+	s->sb.size = (size_t)(end - (unsigned char *)s->sb.data);
 }
 
 static int open_state(struct conn *c)
@@ -384,8 +442,18 @@ static void status(struct conn *c, const struct request *r,
 		   enum reply_status st, const char *msg)
 {
 	struct bin_state *s = state(c);
-	size_t f = frame_begin(s);
+	unsigned char *p;
+	size_t f;
 
+	if (!msg && !codes[st].msg && st != REPLY_RESET) { /* nil payload */
+		p = direct_begin(s, r, codes[st].code, 1);
+		if (p) {
+			*p++ = 0xc0;
+			direct_end(s, p);
+		}
+		return;
+	}
+	f = frame_begin(s);
 	if (st == REPLY_RESET) { /* STATS "reset": an empty map */
 		proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
 		msgpack_pack_map(&s->pk, 0);
@@ -405,11 +473,10 @@ static void status(struct conn *c, const struct request *r,
 static void pack_number(struct conn *c, const struct request *r, uint64_t v)
 {
 	struct bin_state *s = state(c);
-	size_t f = frame_begin(s);
+	unsigned char *p = direct_begin(s, r, PROTO_ST_OK, PROTO_BIN_UINT_MAX);
 
-	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
-	msgpack_pack_uint64(&s->pk, v);
-	frame_end(s, f);
+	if (p)
+		direct_end(s, p + proto_bin_put_uint(p, v));
 }
 
 static void number(struct conn *c, const struct request *r, uint64_t v,
@@ -509,20 +576,29 @@ static void value_by_reference(struct conn *c, const struct request *r,
 static void value(struct conn *c, const struct request *r, struct item *it)
 {
 	struct bin_state *s = state(c);
-	size_t f;
+	uint32_t n = item_nbytes(it);
+	unsigned char *p;
 
 	if (is_mget(r)) {
 		pack_item(&s->pk, it);
 		return;
 	}
-	if (item_nbytes(it) > REPLY_COPY_MAX) {
+	if (n > REPLY_COPY_MAX) {
 		value_by_reference(c, r, it);
 		return;
 	}
-	f = frame_begin(s);
-	proto_bin_pack_reply_head(&s->pk, r->p.bin.id, PROTO_ST_OK);
-	pack_item(&s->pk, it);
-	frame_end(s, f);
+	/* [flags, value, cas]: the 3-array, two integers and a bin header
+	 * (5 bytes at most) around the value. */
+	p = direct_begin(s, r, PROTO_ST_OK, 1 + 2 * PROTO_BIN_UINT_MAX + 5 + n);
+	if (!p)
+		return;
+	*p++ = 0x93;
+	p += proto_bin_put_uint(p, item_flags(it));
+	p += proto_bin_put_bin_head(p, n);
+	memcpy(p, item_value(it), n);
+	p += n;
+	p += proto_bin_put_uint(p, item_cas(it));
+	direct_end(s, p);
 }
 
 static void miss(struct conn *c, const struct request *r)

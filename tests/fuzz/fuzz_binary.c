@@ -2,7 +2,9 @@
  * libFuzzer target of the binary-protocol codec (proto/binary.h): reads the
  * input as a connection would, frame after frame, decoding each body both as
  * a request and as a reply; touches every byte range a decode hands back
- * (so that ASan checks the pointers) and checks that they lie in the body.
+ * (so that ASan checks the pointers) and checks that they lie in the body;
+ * and checks that a request decodes alike with or without the codec's
+ * direct path (check_paths_agree).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -177,6 +179,53 @@ static void decode_request(struct proto_bin_decoder *d, const char *body,
 	}
 }
 
+static bool same_bytes(struct proto_bin_bytes a, struct proto_bin_bytes b)
+{
+	return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+}
+
+/*
+ * A fixarray body decodes as the same body with an array16 header: the
+ * first may take binary.c's direct path, the second never does, so both
+ * paths must give the same result and the same request.
+ */
+static void check_paths_agree(struct proto_bin_decoder *d, const char *body,
+			      size_t n, uint32_t max_value)
+{
+	struct proto_bin_req a, b;
+	uint32_t sa = 0, sb = 0;
+	const char *ea = NULL, *eb = NULL;
+	enum proto_bin_result ra, rb;
+	char *alt;
+
+	if (n == 0 || (unsigned char)body[0] < 0x90 ||
+	    (unsigned char)body[0] > 0x9f)
+		return;
+	alt = malloc(n + 2);
+	CHECK(alt != NULL);
+	alt[0] = (char)0xdc;
+	alt[1] = 0;
+	alt[2] = (char)(body[0] & 0x0f);
+	memcpy(alt + 3, body + 1, n - 1);
+	ra = proto_bin_decode_request(d, body, n, max_value, &a, &sa, &ea);
+	rb = proto_bin_decode_request(d, alt, n + 2, max_value, &b, &sb, &eb);
+	CHECK(ra == rb);
+	if (ra == PROTO_BIN_REJECT)
+		CHECK(sa == sb && strcmp(ea, eb) == 0);
+	if (ra == PROTO_BIN_OK) {
+		CHECK(a.op == b.op && a.id == b.id);
+		CHECK(same_bytes(a.key, b.key) && same_bytes(a.value, b.value));
+		CHECK(a.flags == b.flags && a.exptime == b.exptime);
+		CHECK(a.cas == b.cas && a.delta == b.delta);
+		CHECK(a.delay == b.delay && a.cursor == b.cursor);
+		CHECK(a.count == b.count && a.has_match == b.has_match);
+		CHECK(same_bytes(a.match, b.match) &&
+		      same_bytes(a.text, b.text));
+		CHECK(a.nkeys == b.nkeys && a.meta.opts == b.meta.opts);
+	}
+	free(alt);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *buf = (const char *)data;
@@ -206,6 +255,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		decode_request(&d, body, len, MAX_VALUE);
 		decode_request(&d, body, len, SMALL_VALUE);
+		check_paths_agree(&d, body, len, MAX_VALUE);
+		check_paths_agree(&d, body, len, SMALL_VALUE);
 		if (proto_bin_decode_reply(&d, body, len, &reply) ==
 		    PROTO_BIN_OK) {
 			struct proto_bin_meta_reply mr;

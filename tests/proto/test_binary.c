@@ -1528,6 +1528,202 @@ Test(binary, ext_types)
 
 /* ---- frames ---- */
 
+/* ---- the direct path (binary.c) and the general one agree ---- */
+
+/*
+ * The plain encodings of GET, GETS, DELETE and the stores are read
+ * directly; the same request as an array16 (0xdc) goes through msgpack-c.
+ * Every request here is decoded both ways: same result, same fields.
+ */
+static void decode_both(const unsigned char *fix, size_t n)
+{
+	unsigned char *alt = malloc(n + 2);
+	char *keep;
+	struct proto_bin_req a, b;
+	uint32_t sa, sb_;
+	const char *ea, *eb;
+	enum proto_bin_result ra, rb;
+
+	cr_assert_not_null(alt);
+	cr_assert(fix[0] >= 0x90 && fix[0] <= 0x9f);
+	alt[0] = 0xdc;
+	alt[1] = 0;
+	alt[2] = fix[0] & 0x0f;
+	memcpy(alt + 3, fix + 1, n - 1);
+
+	set_body(fix, n);
+	ra = decode(&a, &sa, &ea);
+	keep = body; /* a points into it */
+	body = NULL;
+	set_body(alt, n + 2);
+	rb = decode(&b, &sb_, &eb);
+	cr_assert_eq(ra, rb, "direct %d, general %d", ra, rb);
+	if (ra == PROTO_BIN_REJECT) {
+		cr_assert_eq(sa, sb_);
+		cr_assert_str_eq(ea, eb);
+	}
+	if (ra == PROTO_BIN_OK) {
+		cr_assert_eq(a.op, b.op);
+		cr_assert_eq(a.id, b.id);
+		cr_assert_eq(a.key.n, b.key.n);
+		cr_assert(memcmp(a.key.p, b.key.p, a.key.n) == 0);
+		cr_assert_eq(a.value.n, b.value.n);
+		cr_assert(a.value.n == 0 ||
+			  memcmp(a.value.p, b.value.p, a.value.n) == 0);
+		cr_assert_eq(a.flags, b.flags);
+		cr_assert_eq(a.exptime, b.exptime);
+		cr_assert_eq(a.cas, b.cas);
+		cr_assert_eq(a.delta, b.delta);
+		cr_assert_eq(a.nkeys, b.nkeys);
+		cr_assert_eq(a.meta.opts, b.meta.opts);
+	}
+	free(keep);
+	free(alt);
+}
+
+Test(binary, direct_and_general_paths_agree)
+{
+	static const struct {
+		const char *what;
+		unsigned char b[40];
+		size_t n;
+	} cases[] = {
+		{ "get", { 0x93, 0x01, 0x05, 0xa1, 'k' }, 5 },
+		{ "gets, uint64 id",
+		  { 0x93, 0x02, 0xcf, 1, 2, 3, 4, 5, 6, 7, 8, 0xa1, 'k' },
+		  13 },
+		{ "delete, bin8 key",
+		  { 0x93, 0x0a, 0xcc, 0xff, 0xc4, 1, 'k' },
+		  7 },
+		{ "set, str value",
+		  { 0x94, 0x04, 0x01, 0xa1, 'k', 0xa2, 'v', 'w' },
+		  8 },
+		{ "set, nil flags and exptime",
+		  { 0x96, 0x04, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0xc0, 0xc0 },
+		  10 },
+		{ "set, largest flags, negative fixint exptime",
+		  { 0x96, 0x04, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0xce, 0xff, 0xff,
+		    0xff, 0xff, 0xff },
+		  14 },
+		{ "add, int8 exptime (read by msgpack-c only)",
+		  { 0x96, 0x05, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0x00, 0xd0,
+		    0x9c },
+		  11 },
+		{ "replace, largest exptime",
+		  { 0x96, 0x06, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0x00, 0xcf, 0x7f,
+		    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+		  18 },
+		{ "append, str16 key",
+		  { 0x94, 0x07, 0x01, 0xda, 0, 1, 'k', 0xc4, 0 },
+		  9 },
+		{ "prepend, empty value",
+		  { 0x94, 0x08, 0x01, 0xa1, 'k', 0xc4, 0 },
+		  7 },
+		/* Not for the direct path: the general one decides. */
+		{ "flags past 32 bits",
+		  { 0x95, 0x04, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0xcf, 0, 0, 0, 1,
+		    0, 0, 0, 0 },
+		  17 },
+		{ "exptime past INT64_MAX",
+		  { 0x96, 0x04, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0x00, 0xcf, 0x80,
+		    0, 0, 0, 0, 0, 0, 0 },
+		  18 },
+		{ "empty key", { 0x93, 0x01, 0x05, 0xa0 }, 4 },
+		{ "key not bytes", { 0x93, 0x01, 0x05, 0x07 }, 4 },
+		{ "value not bytes", { 0x94, 0x04, 0x05, 0xa1, 'k', 0x07 }, 6 },
+		{ "get with two keys",
+		  { 0x94, 0x01, 0x05, 0xa1, 'k', 0xa1, 'j' },
+		  7 },
+		{ "append with flags",
+		  { 0x95, 0x07, 0x01, 0xa1, 'k', 0xc4, 1, 'v', 0x00 },
+		  9 },
+		{ "key cut short", { 0x93, 0x01, 0x05, 0xa3, 'k' }, 5 },
+		{ "a uint16 id that takes the key's header",
+		  { 0x93, 0x01, 0xcd, 0x01, 0xa1, 'k' },
+		  6 },
+		{ "op not an integer",
+		  { 0x93, 0xa1, 'x', 0x05, 0xa1, 'k' },
+		  6 },
+		{ "unknown op", { 0x93, 0x63, 0x05, 0xa1, 'k' }, 5 },
+		{ "incr", { 0x94, 0x0b, 0x05, 0xa1, 'k', 0x02 }, 6 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_log_info("%s", cases[i].what);
+		decode_both(cases[i].b, cases[i].n);
+	}
+}
+
+Test(binary, direct_path_takes_only_whole_bodies)
+{
+	/* A GET with a byte after it: no request, even read directly. */
+	static const unsigned char extra[] = {
+		0x93, 0x01, 0x05, 0xa1, 'k', 0xc0
+	};
+	static const unsigned char set[] = { 0x96, 0x04, 0x01, 0xa1, 'k', 0xc4,
+					     2,	   'v',	 'w',  0x07, 0xff };
+	struct proto_bin_req r;
+	uint32_t st;
+	const char *err;
+
+	set_body(extra, sizeof(extra));
+	expect_fatal();
+	/* Every cut of a SET short of its end fails too. */
+	for (size_t n = 1; n < sizeof(set); n++) {
+		set_body(set, n);
+		cr_assert_neq(decode(&r, &st, &err), PROTO_BIN_OK, "cut at %zu",
+			      n);
+	}
+	set_body(set, sizeof(set));
+	expect_ok(&r);
+	cr_assert_eq(r.flags, 7);
+	cr_assert_eq(r.exptime, -1);
+	assert_bytes(r.value, "vw", 2);
+	/* A value over the limit: TOO_LARGE, as without the direct path. */
+	cr_assert_eq(decode_max(&r, 1, &st, &err), PROTO_BIN_REJECT);
+	cr_assert_eq(st, PROTO_ST_TOO_LARGE);
+}
+
+/* The direct writers write what msgpack-c's packer writes. */
+Test(binary, put_matches_the_packer)
+{
+	static const uint64_t v[] = {
+		0,	1,	 0x7f,	      0x80,	    0xff,      0x100,
+		0xffff, 0x10000, 0xffffffffu, 0x100000000u, UINT64_MAX
+	};
+	static const uint32_t lens[] = { 0,	1,     255,	  256,
+					 65535, 65536, UINT32_MAX };
+	unsigned char out[PROTO_BIN_REPLY_HEAD_MAX];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		msgpack_sbuffer_clear(&sb);
+		msgpack_pack_uint64(&pk, v[i]);
+		n = proto_bin_put_uint(out, v[i]);
+		cr_assert_leq(n, PROTO_BIN_UINT_MAX);
+		cr_assert_eq(n, sb.size, "%llx", (unsigned long long)v[i]);
+		cr_assert(memcmp(out, sb.data, n) == 0);
+		if (v[i] <= UINT32_MAX) { /* flags are packed as uint32 */
+			msgpack_sbuffer_clear(&sb);
+			msgpack_pack_uint32(&pk, (uint32_t)v[i]);
+			cr_assert_eq(n, sb.size);
+			cr_assert(memcmp(out, sb.data, n) == 0);
+		}
+		msgpack_sbuffer_clear(&sb);
+		proto_bin_pack_reply_head(&pk, v[i], PROTO_ST_AUTH_REQUIRED);
+		n = proto_bin_put_reply_head(out, v[i], PROTO_ST_AUTH_REQUIRED);
+		cr_assert_eq(n, sb.size);
+		cr_assert(memcmp(out, sb.data, n) == 0);
+	}
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		msgpack_sbuffer_clear(&sb);
+		msgpack_pack_bin(&pk, lens[i]);
+		n = proto_bin_put_bin_head(out, lens[i]);
+		cr_assert_eq(n, sb.size, "%u", lens[i]);
+		cr_assert(memcmp(out, sb.data, n) == 0);
+	}
+}
+
 Test(binary, frame_len)
 {
 	const size_t limit = proto_bin_body_limit(MAX_VALUE);
