@@ -37,6 +37,11 @@ const char bench_usage[] =
 	"  --requests N        stop after N requests instead\n"
 	"  --prefill           set every key once before the run\n"
 	"  --miss-set          set a key after a get misses it\n"
+	"  --reconnect         a connection storm: each request on a new\n"
+	"                      connection (connect, send, read the reply,\n"
+	"                      close), latency from the connect, so ops/s\n"
+	"                      is connections/s; --conns of them at once per\n"
+	"                      thread; not with --pipeline or --rate\n"
 	"  --ttl S             exptime of every set, in seconds (0: none)\n"
 	"  --seed N            seed the random keys, mix and lengths (N >= 1;\n"
 	"                      default: the clock), so that a run draws the\n"
@@ -69,6 +74,7 @@ enum {
 	O_REQUESTS,
 	O_PREFILL,
 	O_MISS_SET,
+	O_RECONNECT,
 	O_TTL,
 	O_SEED,
 	O_JSON,
@@ -97,6 +103,7 @@ static const struct option long_opts[] = {
 	{ "requests", required_argument, NULL, O_REQUESTS },
 	{ "prefill", no_argument, NULL, O_PREFILL },
 	{ "miss-set", no_argument, NULL, O_MISS_SET },
+	{ "reconnect", no_argument, NULL, O_RECONNECT },
 	{ "ttl", required_argument, NULL, O_TTL },
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "json", required_argument, NULL, O_JSON },
@@ -334,6 +341,14 @@ static int check_all(const struct bench_opts *o, char *err, size_t errlen)
 			 "--tls-resume need --tls");
 		return -EINVAL;
 	}
+	/* One request per connection: a second one in flight, or a
+	 * schedule, would say nothing about the connection's cost. */
+	if (o->reconnect && (o->pipeline > 1 || o->rate != 0)) {
+		snprintf(err, errlen,
+			 "--reconnect takes neither --pipeline "
+			 "nor --rate");
+		return -EINVAL;
+	}
 	if ((o->tls_cert == NULL) != (o->tls_key == NULL)) {
 		snprintf(err, errlen, "--tls-cert and --tls-key go together");
 		return -EINVAL;
@@ -361,8 +376,8 @@ int bench_opts_parse(struct bench_opts *o, int argc, char **argv, char *err,
 			o->prefill = 1;
 			continue;
 		}
-		if (c == O_MISS_SET) {
-			o->miss_set = 1;
+		if (c == O_MISS_SET || c == O_RECONNECT) {
+			*(c == O_MISS_SET ? &o->miss_set : &o->reconnect) = 1;
 			continue;
 		}
 		if (c == O_TLS || c == O_TLS_RESUME) {

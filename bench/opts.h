@@ -37,6 +37,9 @@ struct bench_opts {
 	uint64_t requests; /* 0: run for duration */
 	int prefill;
 	int miss_set;
+	/* --reconnect: every request on a new connection (connect, send,
+	 * read the reply, close), its latency from the connect. */
+	int reconnect;
 	uint64_t ttl;  /* exptime of every set, seconds (0: none) */
 	uint64_t seed; /* --seed: the workers' random streams; 0: the clock */
 	int tls;       /* connect with TLS */

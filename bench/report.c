@@ -16,7 +16,9 @@ void bench_report_print(const struct bench_opts *o,
 	uint64_t gets = t->hits + t->misses;
 	printf("rhkv-bench: %s:%u, %u threads x %u conns, pipeline %u, %s\n",
 	       o->host, o->port, o->threads, o->conns, o->pipeline,
-	       o->rate ? "open loop" : "closed loop");
+	       o->rate	      ? "open loop"
+	       : o->reconnect ? "closed loop, a new connection per request"
+			      : "closed loop");
 	printf("duration   %.3f s\n", secs);
 	printf("ops        %" PRIu64 " (%.0f ops/s)\n", t->ops,
 	       secs > 0 ? (double)t->ops / secs : 0.0);
@@ -44,7 +46,8 @@ int bench_report_json(const char *path, const struct bench_opts *o,
 		return -errno;
 	fprintf(f, "{\n  \"threads\": %u, \"conns\": %u, \"pipeline\": %u,",
 		o->threads, o->conns, o->pipeline);
-	fprintf(f, " \"rate\": %" PRIu64 ",\n", o->rate);
+	fprintf(f, " \"rate\": %" PRIu64 ", \"reconnect\": %s,\n", o->rate,
+		o->reconnect ? "true" : "false");
 	fprintf(f, "  \"duration_s\": %.6f,\n", secs);
 	fprintf(f, "  \"ops\": %" PRIu64 ",\n", t->ops);
 	fprintf(f, "  \"ops_per_sec\": %.1f,\n",

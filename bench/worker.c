@@ -1,7 +1,9 @@
 /* worker: one load thread of rhkv-bench: an event loop over its
  * connections. It connects, optionally prefills its share of the keys,
  * waits at the start barrier, then sends requests closed-loop (--pipeline
- * in flight per connection) or open-loop (--rate, on a fixed schedule). */
+ * in flight per connection), open-loop (--rate, on a fixed schedule) or
+ * one per connection (--reconnect: each connection is closed after its
+ * reply and opened again). */
 #include "bench.h"
 #include "reply.h"
 #include "tls.h"
@@ -43,6 +45,8 @@ struct conn {
 	int miss_pending;
 	int connected;
 	int dead;
+	uint64_t open_ns; /* --reconnect: when its connect began */
+	int reopen;	  /* --reconnect: replaced once on_read is done */
 };
 
 struct bench_worker {
@@ -308,7 +312,9 @@ static void on_reply(struct conn *c, struct pending p, enum bench_reply rep)
 		c->miss_pending = 1;
 		c->miss_key = p.key;
 	}
-	if (w->r->o->rate == 0 && may_send(w))
+	if (w->r->o->reconnect)
+		c->reopen = may_send(w);
+	else if (w->r->o->rate == 0 && may_send(w))
 		send_next(c, bench_now_ns());
 }
 
@@ -324,6 +330,21 @@ static enum bench_reply parse_reply(enum bench_protocol proto, const char *buf,
 	default:
 		return bench_reply_parse(buf, len, is_get, used);
 	}
+}
+
+static int conn_open(struct bench_worker *w, struct conn *c);
+
+/* --reconnect: the connection that was answered closes, and a new one
+ * starts (its request goes out once it is connected, see on_event). */
+static void conn_reopen(struct conn *c)
+{
+	c->reopen = 0;
+	if (c->bev != NULL)
+		bufferevent_free(c->bev);
+	c->bev = NULL;
+	c->connected = 0;
+	c->open_ns = bench_now_ns();
+	conn_open(c->w, c);
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -355,6 +376,10 @@ static void on_read(struct bufferevent *bev, void *arg)
 	}
 	count(&c->w->c.bytes_in, off);
 	evbuffer_drain(in, c->dead ? len : off);
+	/* libevent keeps the bufferevent alive until this callback
+	 * returns, so it may be freed here. */
+	if (c->reopen && !c->dead)
+		conn_reopen(c);
 }
 
 /* The first TLS error of the run says why (a refused client certificate
@@ -382,9 +407,16 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		SSL *ssl = bufferevent_openssl_get_ssl(bev);
 		if (ssl != NULL && SSL_session_reused(ssl))
 			atomic_fetch_add(&w->r->tls_resumed, 1);
+		if (w->phase == PHASE_RUN && w->r->o->reconnect)
+			send_next(c, c->open_ns);
 	} else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
 		tls_failure(w->r, bev);
-		if (!c->connected) {
+		if (!c->connected && w->phase == PHASE_RUN) {
+			/* --reconnect: a connect refused during the run is
+			 * an error of the run; that connection stops. */
+			count(&w->c.errors, 1);
+			conn_fail(c);
+		} else if (!c->connected) {
 			atomic_fetch_add(&w->r->connect_failures, 1);
 			c->dead = 1;
 		} else if (!atomic_load(&w->r->stop)) {
@@ -454,26 +486,33 @@ static struct bufferevent *conn_bev(struct bench_worker *w)
 	return bev;
 }
 
+/* A connection that could not start: before the run, a failed
+ * connection (counted, or the worker would wait for it forever); during a
+ * --reconnect run, an error, and that connection stops. */
+static void conn_open_failed(struct bench_worker *w, struct conn *c)
+{
+	c->dead = 1;
+	if (w->phase == PHASE_RUN) {
+		count(&w->c.errors, 1);
+		return;
+	}
+	atomic_fetch_add(&w->r->connect_failures, 1);
+	w->settled++;
+}
+
 static int conn_open(struct bench_worker *w, struct conn *c)
 {
 	c->w = w;
 	c->bev = conn_bev(w);
 	if (c->bev == NULL) {
-		/* Counted as a failed connection, or the worker would wait
-		 * for it forever. */
-		atomic_fetch_add(&w->r->connect_failures, 1);
-		c->dead = 1;
-		w->settled++;
+		conn_open_failed(w, c);
 		return -ENOMEM;
 	}
 	bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&w->r->addr,
-				       (int)w->r->addrlen) != 0) {
-		atomic_fetch_add(&w->r->connect_failures, 1);
-		c->dead = 1;
-		w->settled++;
-	}
+				       (int)w->r->addrlen) != 0)
+		conn_open_failed(w, c);
 	return 0;
 }
 
@@ -486,6 +525,13 @@ static void start_run(struct bench_worker *w)
 		struct conn *c = &w->conns[i];
 		if (c->dead)
 			continue;
+		if (o->reconnect) {
+			/* Every request's latency includes its connect,
+			 * the first one's too. */
+			if (may_send(w))
+				conn_reopen(c);
+			continue;
+		}
 		if (o->rate == 0) {
 			for (unsigned k = 0; k < o->pipeline && may_send(w);
 			     k++)

@@ -126,6 +126,10 @@ static const struct opt options[] = {
 	       RANGE(1, 1 << 20), .def = 1024, AT(conn_limit),
 	       .stat = "maxconns",
 	       BAD("connection limit", "not in 1..1048576")),
+	OPTION("reuseport", 0, OPT_FLAG, NULL,
+	       "a TCP listening socket per worker thread (SO_REUSEPORT): the "
+	       "kernel spreads connections, each worker accepts its own",
+	       AT(reuseport), .stat = "reuseport"),
 	OPTION("max-item-size", 'I', OPT_SIZE, "SIZE",
 	       "largest value, k/m suffixes", RANGE(1024, 1 << 30),
 	       .def = 1 << 20, AT(max_item_size), .stat = "item_size_max",

@@ -32,6 +32,7 @@ struct config {
 	uint64_t memory_limit; /* bytes */
 	uint64_t conn_memory;  /* bytes for connection buffers, all together */
 	int conn_limit;
+	bool reuseport; /* a listening socket per worker (SO_REUSEPORT) */
 	uint32_t max_item_size;
 	int verbose;
 	const char *user;

@@ -10,8 +10,12 @@
  */
 #include "conn.h"
 
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -98,6 +102,25 @@ bool conn_slot_take(struct server *srv)
 void conn_slot_give(struct server *srv)
 {
 	atomic_fetch_sub(&srv->curr_conns, 1);
+}
+
+static const char too_many[] = "ERROR Too many open connections\r\n";
+
+bool conn_admit(struct server *srv, int fd, const struct sockaddr *sa)
+{
+	int one = 1;
+
+	if (!conn_slot_take(srv)) {
+		/* Best effort, as memcached: the socket buffer is empty (a
+		 * TLS client reads it as a failed handshake). */
+		if (write(fd, too_many, sizeof(too_many) - 1) < 0)
+			log_debug("rejected connection: %s", strerror(errno));
+		close(fd);
+		return false;
+	}
+	if (sa->sa_family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return true;
 }
 
 const char *const conn_state_name[] = {

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct landing;
 struct protocol;
@@ -85,6 +86,13 @@ extern const char *const conn_state_name[];
  */
 bool conn_slot_take(struct server *srv);
 void conn_slot_give(struct server *srv);
+
+/*
+ * A socket just accepted (by the listener thread or, with --reuseport, by
+ * a worker): true when it has a slot and may become a connection; false
+ * when it was over the limit, told so and closed.
+ */
+bool conn_admit(struct server *srv, int fd, const struct sockaddr *sa);
 
 /*
  * Makes a connection on transport t over fd (-1: none), which it takes

@@ -1,14 +1,15 @@
 /*
  * rhkvd: start-up (options, listeners, privileges, workers), the accept
- * loop on the main thread, and an orderly shutdown on SIGTERM/SIGINT (which
- * the shutdown command, with -A, sends to the process).
+ * loop on the main thread (every listener, or with --reuseport only the
+ * unix socket's: each worker then accepts on its own TCP sockets), and an
+ * orderly shutdown on SIGTERM/SIGINT (which the shutdown command, with -A,
+ * sends to the process).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/thread.h>
 #include <grp.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,26 +27,14 @@
 
 #define EXIT_OS_ERROR 71 /* EX_OSERR, as memcached on a failed bind */
 
-static const char too_many[] = "ERROR Too many open connections\r\n";
-
 /* A new connection: a slot, then a worker (round-robin); tls says which
  * listener it came from. */
 static void accepted(struct server *srv, evutil_socket_t fd,
 		     struct sockaddr *sa, bool tls)
 {
-	int one = 1;
-
-	if (!conn_slot_take(srv)) {
-		/* Best effort, as memcached: the socket buffer is empty (a
-		 * TLS client reads it as a failed handshake). */
-		if (write(fd, too_many, sizeof(too_many) - 1) < 0)
-			log_debug("rejected connection: %s", strerror(errno));
-		close(fd);
-		return;
-	}
-	if (sa->sa_family != AF_UNIX)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	worker_hand_off(&srv->workers[srv->next_worker++ % srv->nworkers], fd,
+	if (conn_admit(srv, fd, sa))
+		worker_hand_off(
+			&srv->workers[srv->next_worker++ % srv->nworkers], fd,
 			tls);
 }
 
@@ -65,6 +54,74 @@ static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd,
 	accepted(arg, fd, sa, true);
 }
 
+/* A socket of --reuseport's group, bound and listening. */
+static int reuseport_socket(const struct sockaddr *sa, int len)
+{
+	int one = 1;
+	int fd = socket(sa->sa_family,
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    bind(fd, sa, (socklen_t)len) || listen(fd, 1024)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * --reuseport: one listening socket per worker on the same address, each
+ * with SO_REUSEPORT, so that the kernel spreads new connections over them
+ * (by a hash of the addresses and ports) and each worker accepts its own,
+ * without the listener thread and the hand-off. The workers make their
+ * listeners from these (worker.c).
+ */
+static int listen_reuseport(struct server *srv, const struct sockaddr *sa,
+			    int len, const char *spec, bool tls)
+{
+	int n = srv->cfg.threads;
+	int *fds = &srv->worker_listen_fd[srv->nworker_listen * n];
+	int probe = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, i;
+
+	/* SO_REUSEPORT would also let the group join another process's on
+	 * this port (the same user's) and share its connections; a socket
+	 * without it fails to bind where anything listens, as a plain
+	 * listener does. */
+	if (probe < 0 ||
+	    setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(probe, sa, (socklen_t)len)) {
+		log_error("cannot listen on %s: %s", spec, strerror(errno));
+		if (probe >= 0)
+			close(probe);
+		return -1;
+	}
+	close(probe);
+	for (i = 0; i < n; i++) {
+		fds[i] = reuseport_socket(sa, len);
+		if (fds[i] < 0)
+			break;
+		srv->listen_fd[srv->nlisten_fd++] = fds[i];
+	}
+	if (i < n) {
+		log_error("cannot listen on %s: %s", spec, strerror(errno));
+		srv->nlisten_fd -= i;
+		while (i > 0)
+			close(fds[--i]);
+		return -1;
+	}
+	srv->worker_listen_tls[srv->nworker_listen++] = tls;
+	log_info("listening on %s%s, a socket per worker", spec,
+		 tls ? " (TLS)" : "");
+	return 0;
+}
+
 /* A TCP listener on addr:port; TLS when tls. */
 static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 {
@@ -79,6 +136,9 @@ static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 		log_error("cannot parse listen address '%s'", addr);
 		return -1;
 	}
+	if (srv->cfg.reuseport)
+		return listen_reuseport(srv, (struct sockaddr *)&ss, len, spec,
+					tls);
 	l = evconnlistener_new_bind(srv->base, tls ? on_accept_tls : on_accept,
 				    srv,
 				    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
@@ -170,6 +230,16 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 
 static int start(struct server *srv)
 {
+	int per = srv->cfg.reuseport ? srv->cfg.threads : 1;
+
+	srv->listen_fd =
+		calloc((size_t)(2 * srv->cfg.nlisten * per + 1), sizeof(int));
+	srv->worker_listen_fd = calloc(
+		(size_t)(2 * srv->cfg.nlisten * srv->cfg.threads), sizeof(int));
+	if (!srv->listen_fd || !srv->worker_listen_fd) {
+		log_error("out of memory at start-up");
+		return EXIT_OS_ERROR;
+	}
 	/* -p 0: no plain TCP; --tls-port: a TLS listener on each address. */
 	for (int i = 0; srv->cfg.port && i < srv->cfg.nlisten; i++)
 		if (listen_tcp(srv, srv->cfg.listen[i], srv->cfg.port, false))
@@ -203,7 +273,8 @@ static int start(struct server *srv)
 
 static void stop(struct server *srv)
 {
-	/* Stop accepting first, then let workers finish their replies. */
+	/* Stop accepting first, then let workers finish their replies (with
+	 * --reuseport each worker closes its own sockets as it stops). */
 	for (int i = 0; i < srv->nlisteners; i++)
 		evconnlistener_free(srv->listeners[i]);
 	srv->nlisteners = 0;
@@ -212,6 +283,11 @@ static void stop(struct server *srv)
 		unlink(srv->cfg.unix_socket);
 	if (srv->workers)
 		workers_stop(srv);
+	/* --reuseport sockets no worker took over (a failed start). */
+	for (int i = 0; i < srv->nworker_listen * srv->cfg.threads; i++)
+		if (srv->worker_listen_fd[i] >= 0)
+			close(srv->worker_listen_fd[i]);
+	srv->nworker_listen = 0;
 	if (srv->sigterm)
 		event_free(srv->sigterm);
 	if (srv->sigint)
@@ -260,6 +336,8 @@ int main(int argc, char **argv)
 	tls_destroy(srv.tls);
 	event_base_free(srv.base);
 	stats_detail_free(&srv);
+	free(srv.listen_fd);
+	free(srv.worker_listen_fd);
 	watch_hub_destroy(&srv.watch);
 	pthread_mutex_destroy(&srv.stats_lock);
 	rhkv_rcu_unregister_thread();

@@ -41,6 +41,10 @@ struct worker {
 	struct event_base *base;
 	struct event *notify; /* activated by the listener thread */
 	struct event *tick;   /* once a second: timeouts */
+	/* --reuseport: this worker's own listening sockets, one per TCP
+	 * listener; its thread frees them when it stops. */
+	struct evconnlistener *listeners[2 * CONFIG_MAX_LISTEN];
+	int nlisteners;
 	pthread_mutex_t lock; /* inbox, stop, linking into conns */
 	struct fd_node *inbox;
 	bool stop;
@@ -61,12 +65,21 @@ struct server {
 	unsigned int nworkers;
 	unsigned int next_worker;
 	struct event_base *base; /* listeners and signals */
+	/* The listener thread's: every TCP listener, or with --reuseport
+	 * only the unix socket's (the kernel cannot spread those). */
 	struct evconnlistener *listeners[2 * CONFIG_MAX_LISTEN + 1];
 	int nlisteners;
-	/* Their fds, for `stats conns` on any thread: set before the workers
-	 * start and never changed (stop() frees the listeners, not these). */
-	int listen_fd[2 * CONFIG_MAX_LISTEN + 1];
+	/* Every listening socket's fd (the workers' too), for `stats conns`
+	 * on any thread: set before the workers start and never changed
+	 * (stop() frees the listeners, not these). */
+	int *listen_fd;
 	int nlisten_fd;
+	/* --reuseport: for TCP listener j, worker i's socket is
+	 * worker_listen_fd[j * cfg.threads + i] until that worker's listener
+	 * owns it (then -1); worker_listen_tls[j]: a TLS one. */
+	int *worker_listen_fd;
+	bool worker_listen_tls[2 * CONFIG_MAX_LISTEN];
+	int nworker_listen;
 	struct event *sigterm, *sigint;
 	int64_t started;
 	_Atomic int curr_conns;

@@ -79,6 +79,7 @@ static const char help_addr[] = "The connection's peer, or the listening "
 static const char help_listen[] = "The listening socket it came in by";
 static const char help_state[] = "What the connection waits for";
 static const char help_idle[] = "Seconds since its last request";
+static const char help_thread[] = "The worker thread that serves it (0-based)";
 
 /*
  * `stats conns`: the listening sockets, then every client connection with
@@ -126,6 +127,7 @@ void stats__conns(struct server *srv, const struct stats_query *q,
 						   : conn_state_name[st]);
 			put_conn_u(k, c->fd, "secs_since_last_cmd", help_idle,
 				   now > last ? (uint64_t)(now - last) : 0);
+			put_conn_u(k, c->fd, "thread", help_thread, w);
 		}
 		pthread_mutex_unlock(&wk->lock);
 	}

@@ -1,7 +1,8 @@
 /*
  * Worker threads: each runs its own event_base and owns the connections
- * the listener hands it (round-robin). The hand-off queue and the stop flag
- * are the only state shared with other threads, under worker->lock.
+ * the listener hands it (round-robin) and, with --reuseport, those its own
+ * listening sockets accept. The hand-off queue and the stop flag are the
+ * only state shared with other threads, under worker->lock.
  */
 #include <event2/thread.h>
 #include <stdlib.h>
@@ -19,6 +20,36 @@ static const struct timeval tick_interval = { 0, 250000 };
 
 /* A client that does not read its last replies delays shutdown this long. */
 #define SHUTDOWN_GRACE_S 5
+
+/* --reuseport: a connection this worker's own socket accepted stays here;
+ * listeners[i] is the socket of TCP listener i (worker_listen_tls[i]). */
+static void on_listen(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int socklen, void *arg)
+{
+	struct worker *w = arg;
+	bool tls = false;
+
+	(void)socklen;
+	for (int i = 0; i < w->nlisteners; i++)
+		if (w->listeners[i] == l)
+			tls = w->srv->worker_listen_tls[i];
+	if (!conn_admit(w->srv, fd, sa))
+		return;
+	if (tls)
+		conn_new_tls(w, fd);
+	else
+		conn_new_socket(w, fd);
+}
+
+/* Closes the worker's own listening sockets: on its thread when it stops,
+ * or after it when it never ran. What waits in their queues is reset, as
+ * with the listener thread's at shutdown. */
+static void worker_unlisten(struct worker *w)
+{
+	for (int i = 0; i < w->nlisteners; i++)
+		evconnlistener_free(w->listeners[i]);
+	w->nlisteners = 0;
+}
 
 static void worker_check_done(struct worker *w)
 {
@@ -59,7 +90,9 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 		list = next;
 	}
 	if (stop && !w->stopping) {
-		/* Finish replies already computed, read nothing more. */
+		/* Accept nothing more, finish replies already computed, read
+		 * nothing more. */
+		worker_unlisten(w);
 		w->stopping = true;
 		w->stop_started = cache_now();
 		for (struct conn *c = w->conns, *next; c; c = next) {
@@ -131,11 +164,26 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 	if (!w->notify || !w->tick || event_add(w->notify, NULL) ||
 	    event_add(w->tick, &tick_interval))
 		return -1;
+	/* Its sockets of --reuseport's groups, already listening (backlog
+	 * 0: listen() is not called again). */
+	for (int j = 0; j < srv->nworker_listen; j++) {
+		int *fd =
+			&srv->worker_listen_fd[j * srv->cfg.threads + (int)id];
+		struct evconnlistener *l = evconnlistener_new(
+			w->base, on_listen, w,
+			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, *fd);
+
+		if (!l)
+			return -1;
+		*fd = -1; /* the listener closes it */
+		w->listeners[w->nlisteners++] = l;
+	}
 	return 0;
 }
 
 static void worker_free(struct worker *w)
 {
+	worker_unlisten(w);
 	if (w->notify)
 		event_free(w->notify);
 	if (w->tick)

@@ -249,3 +249,21 @@ Test(args, key_size_and_seed, .timeout = 10)
 	cr_assert_eq(o.seed, 0, "no --seed: seeded from the clock");
 	cr_assert_eq(o.key_size, 16);
 }
+
+Test(args, reconnect_takes_neither_pipeline_nor_rate, .timeout = 10)
+{
+	char *plain[] = { "rhkv-bench", "--reconnect", NULL };
+	char *piped[] = { "rhkv-bench", "--reconnect", "--pipeline", "2",
+			  NULL };
+	char *rated[] = { "rhkv-bench", "--rate", "100", "--reconnect", NULL };
+	struct bench_opts o;
+	char err[256];
+	cr_assert_eq(parse(&o, err, 2, plain), 0, "%s", err);
+	cr_assert(o.reconnect);
+	cr_assert_eq(parse(&o, err, 4, piped), -22);
+	cr_assert_neq(err[0], '\0');
+	cr_assert_eq(parse(&o, err, 4, rated), -22);
+	cr_assert_neq(err[0], '\0');
+	cr_assert_eq(parse(&o, err, 1, plain), 0, "%s", err);
+	cr_assert(!o.reconnect);
+}

@@ -198,6 +198,12 @@ Test(run, two_seconds_meta_protocol, .timeout = 60)
 	run_against_rhkvd("--protocol", "meta");
 }
 
+/* A connection per request: every get hits, nothing fails. */
+Test(run, two_seconds_reconnecting, .timeout = 60)
+{
+	run_against_rhkvd("--reconnect", NULL);
+}
+
 Test(run, two_seconds_over_tls_text, .timeout = 60)
 {
 	run_tls("text", "--tls-resume");
@@ -206,6 +212,12 @@ Test(run, two_seconds_over_tls_text, .timeout = 60)
 Test(run, two_seconds_over_tls_meta, .timeout = 60)
 {
 	run_tls("meta", NULL);
+}
+
+/* A full TLS handshake per request. */
+Test(run, two_seconds_over_tls_reconnecting, .timeout = 60)
+{
+	run_tls("text", "--reconnect");
 }
 
 Test(run, two_seconds_over_tls_binary_pipelined, .timeout = 60)

@@ -321,6 +321,7 @@ Test(config, stats_settings)
 				 "maxbytes=104857600\n"
 				 "conn_memory=3145728\n"
 				 "maxconns=50\n"
+				 "reuseport=no\n"
 				 "item_size_max=2097152\n"
 				 "user=NULL\n"
 				 "udpport=0\n"

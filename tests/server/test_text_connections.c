@@ -3,11 +3,15 @@
  * sent one request at a time, pipelined in one write, byte by byte and in
  * random pieces gives the same bytes back; request-line limits; 200
  * concurrent connections keep their own writes visible; a connection over
- * -c is refused cleanly; get lines of a megabyte; -p 0 with a unix socket.
+ * -c is refused cleanly (with --reuseport too); get lines of a megabyte;
+ * -p 0 with a unix socket; --reuseport spreads connections over the
+ * workers and closes every worker's socket at shutdown.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -677,10 +681,11 @@ Test(conn, concurrent_connections_see_their_writes)
  */
 #define CONN_LIMIT 64
 
-Test(conn, over_the_connection_limit)
+static void connection_limit_holds(const char *const *extra)
 {
-	static const char *const extra[] = { "-c", "64", NULL };
 	struct hconn **open = extra_conns;
+	struct hstats st;
+	unsigned long long rejected = 0;
 	char line[128];
 	int accepted = 0, refused = -1;
 
@@ -706,6 +711,13 @@ Test(conn, over_the_connection_limit)
 	}
 	cr_assert_geq(refused, 1, "no connection was refused");
 	cr_assert_leq(accepted, CONN_LIMIT);
+	if (srv.kind == SRV_RHKVD) {
+		cr_assert_eq(hc_stats(c, "", &st, H_TIMEOUT_MS), 0);
+		cr_assert_eq(hstats_u64(&st, "rejected_connections", &rejected),
+			     0);
+		cr_assert_eq(rejected, 1, "rejected_connections %llu",
+			     rejected);
+	}
 
 	/* the others keep working */
 	SYNC(c, &srv);
@@ -731,4 +743,117 @@ Test(conn, over_the_connection_limit)
 			h_sleep_ms(50);
 	}
 	cr_assert(served, "no connection accepted after the others closed");
+}
+
+Test(conn, over_the_connection_limit)
+{
+	static const char *const extra[] = { "-c", "64", NULL };
+
+	connection_limit_holds(extra);
+}
+
+/* The limit is one count for the whole process, whichever worker's socket
+ * accepts. */
+Test(conn, over_the_connection_limit_with_reuseport)
+{
+	static const char *const extra[] = { "-c", "64", "--reuseport", NULL };
+
+	skip_on_memcached("--reuseport is rhkvd's");
+	connection_limit_holds(extra);
+}
+
+/*
+ * --reuseport: each of the 2 workers accepts on its own socket of the
+ * port. `stats conns` lists both sockets as listening and says which
+ * worker serves each connection: of 25, both get at least 2 (the kernel
+ * hashes addresses and ports; fewer would happen about once in a million
+ * runs); `stats` counts them as the hand-off does.
+ */
+Test(conn, reuseport_spreads_connections_over_the_workers)
+{
+	static const char *const extra[] = { "--reuseport", NULL };
+	struct hstats st;
+	unsigned long long before, after, curr;
+	int per[2] = { 0, 0 }, listening = 0;
+
+	skip_on_memcached("--reuseport is rhkvd's");
+	restart_with(extra);
+	cr_assert_eq(hc_stats(c, "", &st, H_TIMEOUT_MS), 0);
+	cr_assert_eq(hstats_u64(&st, "total_connections", &before), 0);
+	for (int i = 0; i < 24; i++) {
+		extra_conns[i] = hc_open(srv.port);
+		cr_assert_not_null(extra_conns[i], "connect %d: errno %d", i,
+				   errno);
+		SYNC(extra_conns[i], &srv);
+	}
+	cr_assert_eq(hc_stats(c, "conns", &st, H_TIMEOUT_MS), 0);
+	for (int i = 0; i < st.n; i++) {
+		const char *field = strchr(st.name[i], ':');
+
+		if (field && !strcmp(field, ":thread")) {
+			cr_assert(!strcmp(st.value[i], "0") ||
+					  !strcmp(st.value[i], "1"),
+				  "%s %s", st.name[i], st.value[i]);
+			per[st.value[i][0] - '0']++;
+		}
+		if (field && !strcmp(field, ":state") &&
+		    !strcmp(st.value[i], "conn_listening"))
+			listening++;
+	}
+	cr_assert_eq(per[0] + per[1], 25, "%d + %d connections", per[0],
+		     per[1]);
+	cr_assert(per[0] >= 2 && per[1] >= 2, "%d and %d connections", per[0],
+		  per[1]);
+	/* A socket per worker; under RHKV_TEST_TLS the TLS port's too. */
+	cr_assert_eq(listening, h_tls() ? 4 : 2, "%d listening", listening);
+	cr_assert_eq(hc_stats(c, "", &st, H_TIMEOUT_MS), 0);
+	cr_assert_eq(hstats_u64(&st, "total_connections", &after), 0);
+	cr_assert_eq(hstats_u64(&st, "curr_connections", &curr), 0);
+	cr_assert_eq(after - before, 24);
+	cr_assert_eq(curr, 25);
+}
+
+/*
+ * --reuseport at shutdown: a client that reads none of its replies keeps
+ * rhkvd draining (up to 5 s); meanwhile no socket listens on the port any
+ * more, the workers' own included, and every new connection is refused
+ * (one left open would take those the kernel hashes to it).
+ */
+Test(conn, reuseport_shutdown_closes_every_listener)
+{
+	static const char *const extra[] = { "--reuseport", NULL };
+	static char big[512 * 1024];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int refused = 0;
+
+	skip_on_memcached("--reuseport is rhkvd's");
+	restart_with(extra);
+	memset(big, 'x', sizeof(big));
+	SEND(c, "set big 0 0 524288\r\n");
+	SEND_N(c, big, sizeof(big));
+	RT(c, "\r\n", "STORED\r\n");
+	/* 32 MiB of replies: far more than the socket buffers hold. */
+	for (int i = 0; i < 64; i++)
+		SEND(c, "get big\r\n");
+	h_sleep_ms(200);
+	cr_assert_eq(kill(srv.pid, SIGTERM), 0);
+	h_sleep_ms(300);
+	cr_assert_eq(kill(srv.pid, 0), 0, "rhkvd did not wait for the client");
+	cr_assert(!h_pid_listens(srv.pid, srv.port),
+		  "a socket still listens on %d while rhkvd drains", srv.port);
+	cr_assert(!srv.tls_port || !h_pid_listens(srv.pid, srv.tls_port),
+		  "a socket still listens on the TLS port while rhkvd drains");
+	sa.sin_port = htons((uint16_t)srv.port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < 16; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		cr_assert_geq(fd, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+		    errno == ECONNREFUSED)
+			refused++;
+		close(fd);
+	}
+	cr_assert_eq(refused, 16, "%d of 16 connections refused", refused);
+	hc_close(&c); /* rhkvd now ends; teardown reaps it */
 }

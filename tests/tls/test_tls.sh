@@ -13,7 +13,9 @@
 #   reload     certificate reload (SIGHUP, refresh_certs) under a loop of
 #              new connections; bad files refused, the old certificate kept
 #   storm      1,500 handshakes at once while an established connection is
-#              probed (its latency printed, every reply required)
+#              probed (its latency printed, every reply required); then
+#              500 with --reuseport (each worker accepts on its own socket
+#              of the TLS port)
 # Certificates come from mkcerts.sh into a temporary folder. Skips (77)
 # unless the server under test has --tls-port (lib_tls.sh: need_tls_server);
 # RHKV_TLS_MEMCACHED=1 runs what memcached -Z supports against it.
@@ -290,6 +292,11 @@ group_reload() {
 group_storm() {
 	start_tls_server "${serve[@]}" -c 4096
 	tlspy storm "${RHKV_TLS_STORM:-1500}"
+	healthy
+	stop_checked
+	rhkvd_only "storm with --reuseport" || return 0
+	start_tls_server "${serve[@]}" -c 4096 --reuseport
+	tlspy storm "${RHKV_TLS_STORM_REUSEPORT:-500}"
 	healthy
 	stop_checked
 }
