@@ -25,6 +25,11 @@
  *   (acquire), which comes after the link store in the new table (release),
  *   so when it goes on to future_tbl it finds the entry there.
  *
+ * After every RHT_MOVED_STRIDE buckets (and the last one) it publishes how
+ * many it has moved, so that lookups and writers skip the old bucket once
+ * it is moved; "Skipping moved buckets" in rhashtable.h says why that is
+ * safe.
+ *
  * Writers take the bucket lock in the oldest table and read future_tbl
  * under it. If a future table is attached they go on to it (an insert checks
  * each table for an equal key on the way and inserts into the newest one);
@@ -265,6 +270,29 @@ static struct bucket_table *table_alloc(unsigned int size,
 	return tbl;
 }
 
+/*
+ * Writes a zero into every page of a new table's buckets while no other
+ * thread can see it. A fresh page that is read before it is written
+ * (locking a bucket reads it first) maps the shared zero page, and the
+ * write that follows replaces that mapping, which flushes the TLB of every
+ * other CPU running the process: an interrupt to each reader per page,
+ * 4096 for a 16 MB table, in the middle of its lookups (perf showed them
+ * in the worker's page faults). A page first written is mapped once, with
+ * no flush. A resize fills every page of the new table anyway (a page
+ * holds 512 buckets and resizes happen at 30% load and more), so this
+ * commits no more memory, except for a re-seed of a nearly empty table.
+ * 4096 is the smallest page size; larger pages are written more than
+ * once, harmlessly.
+ */
+static void populate(struct bucket_table *tbl)
+{
+	size_t per_page = 4096 / sizeof(tbl->buckets[0]);
+
+	for (size_t i = 0; i < tbl->size; i += per_page)
+		atomic_store_explicit(&tbl->buckets[i], 0,
+				      memory_order_relaxed);
+}
+
 static void table_free(struct bucket_table *tbl)
 {
 	free(tbl->alloc);
@@ -356,6 +384,7 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 		}
 		return -ENOMEM;
 	}
+	populate(new_tbl);
 	pthread_mutex_lock(&ctl->lock);
 	/* release: the new table's contents before its address. */
 	atomic_store_explicit(&old->future_tbl, new_tbl, memory_order_release);
@@ -365,9 +394,12 @@ static int rehash_table(struct rhashtable *ht, unsigned int new_size,
 		if (atomic_load_explicit(&ctl->stop, memory_order_relaxed))
 			return -EINTR;
 		rehash_bucket(ht, old, new_tbl, i);
-		/* release: pairs with the scan's acquire of rehash. */
-		atomic_store_explicit(&old->rehash, i + 1,
-				      memory_order_release);
+		/* release: pairs with the acquire in rht__bucket_moved() (and
+		 * walk_stop's): the moves before the count that says so. Once
+		 * a stride, so that readers' copies of the line stay valid. */
+		if ((i + 1) % RHT_MOVED_STRIDE == 0 || i + 1 == old->size)
+			atomic_store_explicit(&old->moved, i + 1,
+					      memory_order_release);
 	}
 
 	pthread_mutex_lock(&ctl->lock);
@@ -409,6 +441,7 @@ static int resize_step(struct rhashtable *ht)
 	unsigned long n = rhashtable_nelems(ht);
 	unsigned int size = tbl->size;
 	bool reseed = false;
+	int ret;
 
 	if (above_75(ht, n, tbl)) {
 		/* At most 4x per step, which bounds a cursor scan's step. */
@@ -438,7 +471,11 @@ static int resize_step(struct rhashtable *ht)
 				      memory_order_relaxed);
 	if (size == tbl->size && !reseed)
 		return 0;
-	return rehash_table(ht, size, reseed);
+	atomic_store_explicit(&ctl->busy, true, memory_order_relaxed);
+	ret = rehash_table(ht, size, reseed);
+	/* release: pairs with rht__resize_busy(); the old table is gone. */
+	atomic_store_explicit(&ctl->busy, false, memory_order_release);
+	return ret;
 }
 
 /* Waits for a kick, or for a pending re-seed's interval to pass. */
@@ -733,6 +770,12 @@ bool rht__resizing(struct rhashtable *ht)
 	resizing = rht__future(rht__first_table(ht)) != NULL;
 	rhkv_rcu_read_unlock();
 	return resizing;
+}
+
+bool rht__resize_busy(struct rhashtable *ht)
+{
+	return atomic_load_explicit(&ht->ctl->busy, memory_order_acquire) ||
+	       rht__resizing(ht);
 }
 
 void rht__set_secret(struct rhashtable *ht, const struct siphash_key *key)

@@ -48,6 +48,36 @@
  * a lookup never misses an object that is in the table during a resize. The
  * old table is freed after a grace period. Inserts never wait for a resize.
  *
+ * Skipping moved buckets. While a resize runs, the worker publishes how
+ * many buckets of the old table it has moved (bucket_table.moved, a release
+ * store every RHT_MOVED_STRIDE buckets and at the end). A lookup, insert,
+ * remove or replace whose old bucket lies below that count goes straight to
+ * future_tbl without reading the old bucket; otherwise it searches the old
+ * chain and, on a miss, re-reads future_tbl and goes on there. Why no entry
+ * present throughout is missed:
+ * - "moved" seen: the worker moved every entry of the bucket (linked it into
+ *   the future table) before its release store of the count, and our acquire
+ *   load read that store or a later one, so those links are visible. After
+ *   the move the bucket stays empty for good: an insert locks the old bucket
+ *   and reads future_tbl under that lock; the mover held the lock after
+ *   future_tbl was set, so every later insert sees future_tbl and goes on.
+ * - "moved" not seen (a stale count, or the bucket not reached yet): the
+ *   old chain is searched as before. The mover links the chain's LAST entry
+ *   into the future table before it unlinks it, so a reader standing on the
+ *   entry follows its next pointer into the new chain and, nothing coming
+ *   after it in the old chain, misses nothing; a reader that no longer finds
+ *   the entry read the unlink (acquire), which the mover stored (release)
+ *   after the link and after attaching future_tbl, so the future_tbl it reads
+ *   next and the entry's place in it are both visible. Chains end in NULL:
+ *   a reader carried into the new chain that way just searches it too, and
+ *   then the future table's bucket for the key, which is harmless.
+ * - The same holds one table further: the future table may be resizing in
+ *   turn (a reader that started before the first resize ended), and the
+ *   walk repeats the two cases there until a table has no future_tbl.
+ * Grows and shrinks keep the secret, so one hash gives the bucket in every
+ * table of the chain; only across a re-seed (a new generation) is the key
+ * hashed again.
+ *
  * Hashing. The default hash is SipHash-1-3 keyed with a random 128-bit
  * secret. The secret is kept for the table's whole life (the kernel picks a
  * new seed for every new bucket table; we do not, so that a bucket's position
@@ -196,6 +226,20 @@ static inline void rht__set_next(struct rhash_head *he, struct rhash_head *to)
 	atomic_store_explicit(&he->next, to, memory_order_release);
 }
 
+/*
+ * In the locked chain of bucket, makes `to` take the place of he: after
+ * prev, or first when prev is NULL. The release store publishes `to`.
+ */
+static inline void rht__relink(_Atomic uintptr_t *bucket,
+			       struct rhash_head *prev, struct rhash_head *he,
+			       struct rhash_head *to)
+{
+	if (prev)
+		rht__set_next(prev, to);
+	else
+		rht__bucket_set_first(bucket, he, to);
+}
+
 static inline void *rht_obj(const struct rhash_head *he,
 			    const struct rhashtable_params params)
 {
@@ -244,6 +288,58 @@ static inline _Atomic uintptr_t *rht__bucket(struct bucket_table *tbl,
 	return &tbl->buckets[hash & tbl->mask];
 }
 
+/*
+ * Sets *next to the future table of tbl (NULL when no resize is in flight)
+ * and tells whether the worker has published that bucket `idx` of tbl moved
+ * there: the bucket is then empty for good and need not be read. See
+ * "Skipping moved buckets" in the top comment.
+ */
+static inline bool rht__bucket_moved(struct bucket_table *tbl, uint32_t idx,
+				     struct bucket_table **next)
+{
+	*next = rht__future(tbl);
+	/* acquire: pairs with the worker's release after moving the buckets
+	 * below the count, so that their entries' links in *next are seen. */
+	return *next &&
+	       idx < atomic_load_explicit(&tbl->moved, memory_order_acquire);
+}
+
+/*
+ * Whether a hash computed for tbl serves for next too: the generation
+ * changes exactly when the secret does (a re-seed), and a user hashfn's
+ * seed is derived from the secret.
+ */
+static inline bool rht__same_secret(const struct bucket_table *tbl,
+				    const struct bucket_table *next)
+{
+	return tbl->generation == next->generation;
+}
+
+/* The hash of key for next, given its hash for tbl. */
+static inline uint32_t rht__key_rehash(const struct rhashtable *ht,
+				       const struct bucket_table *tbl,
+				       const struct bucket_table *next,
+				       uint32_t hash, const void *key,
+				       const struct rhashtable_params params)
+{
+	return rht__same_secret(tbl, next)
+		       ? hash
+		       : rht__key_hash(ht, next, key, params);
+}
+
+/* The hash of he for next, given its hash for tbl. */
+static inline uint32_t rht__obj_rehash(const struct rhashtable *ht,
+				       const struct bucket_table *tbl,
+				       const struct bucket_table *next,
+				       uint32_t hash,
+				       const struct rhash_head *he,
+				       const struct rhashtable_params params)
+{
+	return rht__same_secret(tbl, next)
+		       ? hash
+		       : rht__obj_hash(ht, next, he, params);
+}
+
 /* 0 when the object's key equals arg->key. */
 static inline int rht__key_cmp(struct rhashtable_compare_arg *arg,
 			       const struct rhash_head *he,
@@ -263,25 +359,33 @@ rht__lookup(struct rhashtable *ht, const void *key,
 	    const struct rhashtable_params params)
 {
 	struct rhashtable_compare_arg arg = { .ht = ht, .key = key };
-	struct bucket_table *tbl = rht__first_table(ht);
+	struct bucket_table *tbl = rht__first_table(ht), *next;
+	uint32_t hash = rht__key_hash(ht, tbl, key, params);
 
-	do {
-		uint32_t hash = rht__key_hash(ht, tbl, key, params);
-		struct rhash_head *he;
+	for (;;) {
+		uint32_t idx = hash & tbl->mask;
 
-		for (he = rht__bucket_first(rht__bucket(tbl, hash)); he;
-		     he = rht__next(he))
-			if (!rht__key_cmp(&arg, he, params))
-				return he;
-		/*
-		 * Not in this table. If a resize is moving entries, the one we
-		 * look for may already be in the future table: the mover links
-		 * it there before it unlinks it here, so reading the unlinked
-		 * chain (acquire) guarantees we see it there.
-		 */
-		tbl = rht__future(tbl);
-	} while (tbl);
-	return NULL;
+		if (!rht__bucket_moved(tbl, idx, &next)) {
+			struct rhash_head *he;
+
+			for (he = rht__bucket_first(&tbl->buckets[idx]); he;
+			     he = rht__next(he))
+				if (!rht__key_cmp(&arg, he, params))
+					return he;
+			/*
+			 * Not in this table. Read future_tbl again, after the
+			 * chain: a resize that started since the read above
+			 * may have moved the entry, and having read its
+			 * unlink (acquire) we see the future table and the
+			 * entry in it.
+			 */
+			next = rht__future(tbl);
+			if (!next)
+				return NULL;
+		}
+		hash = rht__key_rehash(ht, tbl, next, hash, key, params);
+		tbl = next;
+	}
 }
 
 /*
@@ -370,10 +474,7 @@ static inline void rht__list_push(_Atomic uintptr_t *bucket,
 			      memory_order_relaxed);
 	atomic_store_explicit(&obj->next, rht__next(he), memory_order_relaxed);
 	/* release publishes both stores above with obj. */
-	if (prev)
-		rht__set_next(prev, obj);
-	else
-		rht__bucket_set_first(bucket, he, obj);
+	rht__relink(bucket, prev, he, obj);
 }
 
 /*
@@ -391,14 +492,24 @@ static inline void *rht__insert(struct rhashtable *ht, const void *key,
 	struct bucket_table *tbl, *next;
 	void *ret = NULL;
 
+	uint32_t hash;
+
 	rhkv_rcu_read_lock();
 	tbl = rht__first_table(ht);
+	hash = rht__obj_hash(ht, tbl, obj, params);
 	for (;;) {
-		_Atomic uintptr_t *bucket =
-			rht__bucket(tbl, rht__obj_hash(ht, tbl, obj, params));
+		uint32_t idx = hash & tbl->mask;
+		_Atomic uintptr_t *bucket = &tbl->buckets[idx];
 		struct rhash_head *first, *he, *prev = NULL;
 		unsigned int chain = 0;
 
+		/* Moved: empty for good, no equal key in it, go on. */
+		if (rht__bucket_moved(tbl, idx, &next)) {
+			hash = rht__obj_rehash(ht, tbl, next, hash, obj,
+					       params);
+			tbl = next;
+			continue;
+		}
 		rht__bucket_lock(bucket);
 		first = rht__bucket_first(bucket);
 		for (he = first; he; prev = he, he = rht__next(he)) {
@@ -423,6 +534,8 @@ static inline void *rht__insert(struct rhashtable *ht, const void *key,
 		next = rht__future(tbl);
 		if (next) {
 			rht__bucket_unlock(bucket);
+			hash = rht__obj_rehash(ht, tbl, next, hash, obj,
+					       params);
 			tbl = next;
 			continue;
 		}
@@ -547,36 +660,84 @@ static inline int rht__unlink(_Atomic uintptr_t *bucket, struct rhash_head *obj,
 					      memory_order_relaxed);
 			repl = &heir->rhead;
 		}
-		if (prev)
-			rht__set_next(prev, repl);
-		else
-			rht__bucket_set_first(bucket, he, repl);
+		rht__relink(bucket, prev, he, repl);
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* Puts obj_new in the place of obj_old in the locked chain of bucket.
+ * Returns 0, or -ENOENT when obj_old is not in the chain. */
+static inline int rht__swap(_Atomic uintptr_t *bucket,
+			    struct rhash_head *obj_old,
+			    struct rhash_head *obj_new)
+{
+	struct rhash_head *he, *prev = NULL;
+
+	for (he = rht__bucket_first(bucket); he;
+	     prev = he, he = rht__next(he)) {
+		if (he != obj_old)
+			continue;
+		atomic_store_explicit(&obj_new->next, rht__next(he),
+				      memory_order_relaxed);
+		/* release publishes obj_new and its next pointer. */
+		rht__relink(bucket, prev, he, obj_new);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * Finds obj's bucket in each table of the chain in turn and, under its
+ * lock, unlinks obj (obj_new NULL) or puts obj_new in its place. Returns 0,
+ * -ENOENT when obj is in no table, or -EINVAL when obj_new does not hash
+ * as obj. Needs the RCU read lock.
+ */
+static inline int rht__edit(struct rhashtable *ht, struct rhash_head *obj,
+			    struct rhash_head *obj_new,
+			    const struct rhashtable_params params, bool rhlist)
+{
+	struct bucket_table *tbl = rht__first_table(ht), *next;
+	uint32_t hash = rht__obj_hash(ht, tbl, obj, params);
+	int err = -ENOENT;
+
+	for (;;) {
+		uint32_t idx = hash & tbl->mask;
+
+		/* Both must hash alike under each table's secret. */
+		if (obj_new && hash != rht__obj_hash(ht, tbl, obj_new, params))
+			return -EINVAL;
+		if (!rht__bucket_moved(tbl, idx, &next)) {
+			_Atomic uintptr_t *bucket = &tbl->buckets[idx];
+
+			rht__bucket_lock(bucket);
+			err = obj_new ? rht__swap(bucket, obj, obj_new)
+				      : rht__unlink(bucket, obj, rhlist);
+			rht__bucket_unlock(bucket);
+			if (!err)
+				return 0;
+			/*
+			 * Not here: a resize may have moved it on. The mover
+			 * held this bucket's lock while moving, so after our
+			 * lock it is there, and future_tbl is seen.
+			 */
+			next = rht__future(tbl);
+		}
+		if (!next)
+			return err;
+		hash = rht__obj_rehash(ht, tbl, next, hash, obj, params);
+		tbl = next;
+	}
 }
 
 static inline int rht__remove(struct rhashtable *ht, struct rhash_head *obj,
 			      const struct rhashtable_params params,
 			      bool rhlist)
 {
-	struct bucket_table *tbl;
-	int err = -ENOENT;
+	int err;
 
 	rhkv_rcu_read_lock();
-	tbl = rht__first_table(ht);
-	do {
-		_Atomic uintptr_t *bucket =
-			rht__bucket(tbl, rht__obj_hash(ht, tbl, obj, params));
-
-		rht__bucket_lock(bucket);
-		err = rht__unlink(bucket, obj, rhlist);
-		rht__bucket_unlock(bucket);
-		/*
-		 * Not here: a resize may have moved it on. The mover held this
-		 * bucket's lock while moving, so after our lock it is there.
-		 */
-	} while (err && (tbl = rht__future(tbl)));
+	err = rht__edit(ht, obj, NULL, params, rhlist);
 	if (!err)
 		rht__count_add(ht, -1);
 	rhkv_rcu_read_unlock();
@@ -605,37 +766,10 @@ static inline int rhashtable_replace_fast(struct rhashtable *ht,
 					  struct rhash_head *obj_new,
 					  const struct rhashtable_params params)
 {
-	struct bucket_table *tbl;
-	int err = -ENOENT;
+	int err;
 
 	rhkv_rcu_read_lock();
-	tbl = rht__first_table(ht);
-	do {
-		uint32_t hash = rht__obj_hash(ht, tbl, obj_old, params);
-		_Atomic uintptr_t *bucket = rht__bucket(tbl, hash);
-		struct rhash_head *he, *prev = NULL;
-
-		if (hash != rht__obj_hash(ht, tbl, obj_new, params)) {
-			err = -EINVAL;
-			break;
-		}
-		rht__bucket_lock(bucket);
-		for (he = rht__bucket_first(bucket); he;
-		     prev = he, he = rht__next(he)) {
-			if (he != obj_old)
-				continue;
-			atomic_store_explicit(&obj_new->next, rht__next(he),
-					      memory_order_relaxed);
-			/* release publishes obj_new and its next pointer. */
-			if (prev)
-				rht__set_next(prev, obj_new);
-			else
-				rht__bucket_set_first(bucket, he, obj_new);
-			err = 0;
-			break;
-		}
-		rht__bucket_unlock(bucket);
-	} while (err == -ENOENT && (tbl = rht__future(tbl)));
+	err = rht__edit(ht, obj_old, obj_new, params, false);
 	rhkv_rcu_read_unlock();
 	return err;
 }

@@ -32,6 +32,7 @@ struct rhashtable__ctl {
 	_Atomic int run_pending;      /* worker kicked since it last looked */
 	_Atomic int reseed_requested; /* a chain over RHT_ELASTICITY */
 	_Atomic int force_reseed;     /* rht__force_reseed() */
+	_Atomic bool busy;	      /* see rht__resize_busy() */
 	int64_t last_reseed_ns;	      /* worker only */
 	_Atomic unsigned long grows, shrinks, reseeds, alloc_failures;
 };
@@ -53,7 +54,18 @@ void rht__set_secret(struct rhashtable *ht, const struct siphash_key *key);
  * for each. */
 unsigned int rht__max_chain(struct rhashtable *ht);
 
-/* Whether a resize is in flight. */
+/* Whether a resize is in flight: future_tbl attached (the switch to the new
+ * table ends it; it does not wait for readers). */
 bool rht__resizing(struct rhashtable *ht);
+
+/*
+ * Whether the worker is busy with a resize: from before it allocates the
+ * new table until it has freed the old one after a grace period, a longer
+ * span than rht__resizing()'s, so that everything a resize costs the
+ * readers falls inside (what the resize benchmark measures). Do not wait
+ * for it to clear inside a read-side section: the grace period it ends
+ * with would wait for you.
+ */
+bool rht__resize_busy(struct rhashtable *ht);
 
 #endif

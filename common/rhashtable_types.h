@@ -16,6 +16,10 @@ struct rhashtable_walker;
 
 /* Chain length above which an insert asks for a re-seed. */
 #define RHT_ELASTICITY 16
+/* Buckets the resize worker moves between two publications of its progress
+ * (bucket_table.moved): a lookup reads that line, which bounces between the
+ * worker's CPU and the readers' once per publication. */
+#define RHT_MOVED_STRIDE 64u
 /* Smallest table and table size without nelem_hint, as the kernel. */
 #define RHT_MIN_SIZE	 4u
 #define RHT_DEFAULT_SIZE 64u
@@ -67,7 +71,8 @@ struct rhashtable_params {
  * One array of buckets. A bucket word holds the first entry of its chain
  * and, in its two low bits, the bucket lock (RHT_LOCKED, RHT_WAITERS). The
  * chain ends with NULL. While the table is being resized, future_tbl points
- * at the table its entries are moving to; buckets below `rehash` are done.
+ * at the table its entries are moving to; buckets below `moved` are done
+ * (see "Skipping moved buckets" in rhashtable.h).
  */
 struct bucket_table {
 	unsigned int size; /* a power of two */
@@ -79,11 +84,14 @@ struct bucket_table {
 	struct rhashtable_walker *walkers; /* stopped walks, ctl->lock */
 	void *alloc;			   /* what calloc returned, for free */
 	/*
-	 * Written by the worker after every bucket it moves: on a cache line
-	 * of its own, so that the line every lookup reads (size, mask,
-	 * secret, future_tbl) is not invalidated while a resize runs.
+	 * How many buckets, from 0, the worker has moved to future_tbl, as it
+	 * last published it: every RHT_MOVED_STRIDE buckets and once all are
+	 * done. Lookups read it while a resize runs; on a cache line of its
+	 * own, so that the line every lookup reads (size, mask, secret,
+	 * future_tbl) is not invalidated, and written once per stride, not
+	 * per bucket, so that readers miss on it rarely.
 	 */
-	_Alignas(64) _Atomic unsigned int rehash;
+	_Alignas(64) _Atomic unsigned int moved;
 	/* Buckets start on the next line, away from both. */
 	_Alignas(64) _Atomic uintptr_t buckets[];
 };

@@ -248,8 +248,8 @@ void rhashtable_walk_stop(struct rhashtable_iter *iter)
 	 * A table whose every bucket has moved is about to be freed; not
 	 * parking on it makes the next walk_start restart in its successor.
 	 */
-	if (tbl && atomic_load_explicit(&tbl->rehash, memory_order_acquire) <
-			   tbl->size)
+	if (tbl &&
+	    atomic_load_explicit(&tbl->moved, memory_order_acquire) < tbl->size)
 		walker_park(&iter->walker, tbl);
 	else
 		iter->walker.tbl = NULL;

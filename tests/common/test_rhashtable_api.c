@@ -269,15 +269,37 @@ static uint32_t slow_hash(const void *data, uint32_t len, uint32_t seed)
 	return int_hash(data, len, seed);
 }
 
-/* Whether a grow is running with at least two buckets moved. */
+static unsigned int chain_entries(struct bucket_table *tbl)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < tbl->size; i++)
+		for (struct rhash_head *he =
+			     rht__bucket_first(&tbl->buckets[i]);
+		     he; he = rht__next(he))
+			n++;
+	return n;
+}
+
+/*
+ * Whether a grow is running with entries in both tables. The count of
+ * moved buckets the worker publishes advances a stride at a time (the
+ * whole of a small table): it may only be a multiple of the stride, or
+ * the size once every bucket has moved.
+ */
 static bool half_moved(struct rhashtable *ht)
 {
-	struct bucket_table *tbl;
+	struct bucket_table *tbl, *next;
+	unsigned int moved;
 	bool ret;
 
 	rhkv_rcu_read_lock();
 	tbl = rht__first_table(ht);
-	ret = rht__future(tbl) && atomic_load(&tbl->rehash) >= 2;
+	next = rht__future(tbl);
+	moved = atomic_load(&tbl->moved);
+	cr_assert(moved % RHT_MOVED_STRIDE == 0 || moved == tbl->size,
+		  "%u of %u buckets published moved", moved, tbl->size);
+	ret = next && chain_entries(tbl) && chain_entries(next);
 	rhkv_rcu_read_unlock();
 	return ret;
 }

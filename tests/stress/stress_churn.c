@@ -161,7 +161,8 @@ static void churn_join(struct churn *c)
 	pthread_join(c->reseeder, NULL);
 }
 
-/* Where the resize in flight is: its table and buckets moved (0 if none). */
+/* Where the resize in flight is: its table and buckets moved (0 if none),
+ * as the worker publishes it, a stride at a time (RHT_MOVED_STRIDE). */
 struct resize_pos {
 	const void *tbl;
 	unsigned int size, moved;
@@ -177,7 +178,7 @@ static struct resize_pos resize_pos(struct stress_ctx *ctx)
 	tbl = rht__first_table(&ctx->ht);
 	pos.tbl = tbl;
 	pos.size = tbl->size;
-	pos.moved = atomic_load(&tbl->rehash);
+	pos.moved = atomic_load(&tbl->moved);
 	pos.resizing = rht__future(tbl) != NULL;
 	rhkv_rcu_read_unlock();
 	return pos;
@@ -198,8 +199,8 @@ static void progress(struct stress_ctx *ctx, int64_t elapsed,
 
 /*
  * Runs for duration_ms, then on until the minimum resizes were seen (a slow
- * sanitizer build may need longer), up to max_ms. A resize that moves no
- * bucket for stall_ms is a failure.
+ * sanitizer build may need longer), up to max_ms. A resize that publishes
+ * no progress (a stride of buckets moved) for stall_ms is a failure.
  */
 static bool churn_wait(struct churn *c, int64_t start)
 {

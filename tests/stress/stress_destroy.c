@@ -112,7 +112,7 @@ static bool destroy_once(struct stress_ctx *ctx, unsigned int rep)
 		rhkv_rcu_read_lock();
 		tbl = rht__first_table(&ctx->ht);
 		from = tbl->size;
-		moved = atomic_load(&tbl->rehash);
+		moved = atomic_load(&tbl->moved);
 		in_flight = rht__future(tbl) != NULL;
 		rhkv_rcu_read_unlock();
 	} while (in_flight && moved < target);

@@ -238,13 +238,6 @@ Test(scan, grows_and_shrinks_between_calls)
 	rhashtable_free_and_destroy(&ht, wobj_free_fn, NULL);
 }
 
-/* Waits until the worker has moved every bucket of tbl but the last. */
-static bool all_but_last_moved(struct bucket_table *tbl)
-{
-	return atomic_load_explicit(&tbl->rehash, memory_order_acquire) ==
-	       tbl->mask;
-}
-
 /*
  * A re-seed held in flight (the test holds the lock of the last bucket the
  * worker must move): calls report nothing and return the same position, as
@@ -278,8 +271,11 @@ Test(scan, reseed_in_flight_holds_position)
 	last = &tbl->buckets[tbl->mask];
 	rht__bucket_lock(last);
 	rht__force_reseed(&ht);
-	cr_assert(WALK_WAIT_FOR(all_but_last_moved(tbl), 10000),
+	cr_assert(WALK_WAIT_FOR(walk_all_but_last_moved(tbl), 10000),
 		  "the re-seed did not start");
+	cr_assert_eq(atomic_load(&tbl->moved), walk_last_stride(tbl),
+		     "published %u buckets moved of %u, the last held",
+		     atomic_load(&tbl->moved), tbl->size);
 	for (int i = 0; i < 5; i++) {
 		held = scan_call(&ht, cursor, COUNT, &r, &st);
 		cr_assert_eq(held, cursor, "in flight: cursor %#llx -> %#llx",

@@ -437,8 +437,8 @@ static void check_resize_during_walk(bool hold_half_way)
 	}
 	rht__force_reseed(&ht);
 	if (hold_half_way) {
-		cr_assert(WALK_WAIT_FOR(atomic_load(&tbl->rehash) == tbl->mask,
-					10000));
+		cr_assert(WALK_WAIT_FOR(walk_all_but_last_moved(tbl), 10000));
+		cr_assert_eq(atomic_load(&tbl->moved), walk_last_stride(tbl));
 	} else {
 		/* The switch to the new table does not wait for readers. */
 		cr_assert(walk_wait_resizes(&ht, 0, 0, 1, 10000));

@@ -167,4 +167,33 @@ static inline bool walk_settled(struct rhashtable *ht)
 		 st.size > ht->p.min_size);
 }
 
+/* Where the worker's published count of moved buckets stops while the
+ * last bucket of tbl is held: the start of the last stride (see
+ * bucket_table.moved), never past the held bucket. */
+static inline unsigned int walk_last_stride(const struct bucket_table *tbl)
+{
+	return tbl->mask & ~(RHT_MOVED_STRIDE - 1);
+}
+
+/*
+ * Whether the worker has moved every bucket of tbl but the last, whose lock
+ * the caller holds (so the resize stays in flight). The count it publishes
+ * only advances a stride at a time, so it says that of the buckets below
+ * the last stride; the rest of that stride is seen moved by being empty (a
+ * bucket the worker moved stays empty, nothing inserts into it). Needs the
+ * RCU read lock, which keeps tbl.
+ */
+static inline bool walk_all_but_last_moved(struct bucket_table *tbl)
+{
+	unsigned int from = walk_last_stride(tbl);
+
+	if (!rht__future(tbl) ||
+	    atomic_load_explicit(&tbl->moved, memory_order_acquire) < from)
+		return false;
+	for (unsigned int i = from; i < tbl->mask; i++)
+		if (rht__bucket_first(&tbl->buckets[i]))
+			return false;
+	return true;
+}
+
 #endif
