@@ -470,24 +470,41 @@ static bool land_finish(struct conn *c)
 	return true;
 }
 
+/*
+ * One read of at most space bytes into dst: how many came, 0 when none did
+ * (the peer's EOF, recorded in peer_eof, or the transport waits, recorded
+ * in read_wants_write when it waits to write), -1 when the connection
+ * must close. Bytes alone do not count as activity (last_active): a client
+ * trickling a request that never completes is idle (slowloris).
+ */
+static ssize_t read_some(struct conn *c, char *dst, size_t space)
+{
+	ssize_t n = c->transport->read(c, dst, space);
+
+	if (n == 0) {
+		/* The peer closed its side (or half-closed): no more input,
+		 * but the requests already here are answered in full. */
+		c->peer_eof = true;
+		return 0;
+	}
+	if (n == TRANSPORT_WANT_WRITE)
+		c->read_wants_write = true;
+	if (n < 0)
+		return n == TRANSPORT_ERROR ? -1 : 0;
+	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
+	return n;
+}
+
 /* Reads value bytes into the landing item: as many as are missing, so one
  * read takes all the socket has of it. Returns as conn_read. */
 static bool land_read(struct conn *c)
 {
 	struct landing *l = c->land;
-	ssize_t n =
-		c->transport->read(c, l->dst + l->got, l->req.nbytes - l->got);
+	ssize_t n = read_some(c, l->dst + l->got, l->req.nbytes - l->got);
 
-	if (n == 0) {
-		c->peer_eof = true;
-		return true;
-	}
-	if (n == TRANSPORT_WANT_WRITE)
-		c->read_wants_write = true;
 	if (n < 0)
-		return n != TRANSPORT_ERROR;
+		return false;
 	l->got += (uint32_t)n;
-	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
 	return true;
 }
 
@@ -605,22 +622,11 @@ static bool conn_read(struct conn *c)
 			return true; /* refused: the error is queued */
 	}
 	space = c->rcap - c->rlen;
-	n = c->transport->read(c, c->rbuf + c->rlen, space);
-	if (n == 0) {
-		/* The peer closed its side (or half-closed): no more input,
-		 * but the requests already here are answered in full. */
-		c->peer_eof = true;
-		return true;
-	}
-	if (n == TRANSPORT_WANT_WRITE)
-		c->read_wants_write = true;
+	n = read_some(c, c->rbuf + c->rlen, space);
 	if (n < 0)
-		return n != TRANSPORT_ERROR;
-	/* Bytes alone do not count as activity (last_active): a client
-	 * trickling a request that never completes is idle (slowloris). */
+		return false;
 	c->rlen += (size_t)n;
 	c->read_full = (size_t)n == space;
-	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
 	return true;
 }
 
