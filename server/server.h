@@ -38,6 +38,7 @@ struct worker {
 	struct server *srv;
 	unsigned int id;
 	pthread_t tid;
+	bool running; /* tid was started (workers_stop joins it) */
 	struct event_base *base;
 	struct event *notify; /* activated by the listener thread */
 	struct event *tick;   /* once a second: timeouts */
@@ -62,6 +63,9 @@ struct server {
 	struct config cfg;
 	struct cache *cache;
 	struct worker *workers;
+	/* Workers set up: all of them before the first thread starts, so
+	 * that a worker answering `stats` (under --reuseport, as soon as its
+	 * thread runs) never sees this change. */
 	unsigned int nworkers;
 	unsigned int next_worker;
 	struct event_base *base; /* listeners and signals */

@@ -207,9 +207,12 @@ int workers_start(struct server *srv)
 		if (worker_init(srv, &srv->workers[i], i))
 			return -1;
 		srv->nworkers = i + 1;
+	}
+	for (unsigned int i = 0; i < n; i++) {
 		if (pthread_create(&srv->workers[i].tid, NULL, worker_main,
 				   &srv->workers[i]))
 			return -1;
+		srv->workers[i].running = true;
 	}
 	return 0;
 }
@@ -245,7 +248,8 @@ void workers_stop(struct server *srv)
 	/* All joined before any is freed: a worker still draining may be
 	 * answering `stats`, which reads every worker's counters. */
 	for (unsigned int i = 0; i < srv->nworkers; i++)
-		pthread_join(srv->workers[i].tid, NULL);
+		if (srv->workers[i].running)
+			pthread_join(srv->workers[i].tid, NULL);
 	for (unsigned int i = 0; i < srv->nworkers; i++)
 		worker_free(&srv->workers[i]);
 	free(srv->workers);
