@@ -416,6 +416,29 @@ static inline void rhashtable_prefetch(struct rhashtable *ht, const void *key,
 }
 
 /*
+ * The second stage of rhashtable_prefetch(), for the same key once its
+ * bucket has had time to arrive: starts loading the first two cache lines
+ * of the bucket's first object, where a lookup's key compare reads (the
+ * lookup's second dependent miss). Needs the RCU read lock; reads only,
+ * never faults (a prefetch of an object being freed is harmless).
+ */
+static inline void
+rhashtable_prefetch_entry(struct rhashtable *ht, const void *key,
+			  const struct rhashtable_params params)
+{
+	struct bucket_table *tbl = rht__first_table(ht);
+	struct rhash_head *he = rht__bucket_first(
+		rht__bucket(tbl, rht__key_hash(ht, tbl, key, params)));
+
+	if (he) {
+		const char *obj = rht_obj(he, params);
+
+		__builtin_prefetch(obj);
+		__builtin_prefetch(obj + 64);
+	}
+}
+
+/*
  * Looks up key, taking the RCU read lock itself. The object may be removed
  * and freed as soon as this returns: use it only if the caller knows it
  * cannot be freed (its own reference, or no concurrent remover).

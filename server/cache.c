@@ -128,6 +128,13 @@ void cache_prefetch(struct cache *c, struct cache_key key)
 	rhkv_rcu_read_unlock();
 }
 
+void cache_prefetch_item(struct cache *c, struct cache_key key)
+{
+	rhkv_rcu_read_lock();
+	rhashtable_prefetch_entry(&c->ht, &key, cache__params);
+	rhkv_rcu_read_unlock();
+}
+
 /* A visit at now (unix seconds): cache_find has read the clock already. */
 static void visit_at(struct item *it, int64_t now)
 {

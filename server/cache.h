@@ -297,6 +297,9 @@ bool cache_reap(struct cache *c, struct cache_key key);
 /* Starts loading the table bucket of key (a hint for an imminent request;
  * takes the RCU read lock itself). */
 void cache_prefetch(struct cache *c, struct cache_key key);
+/* The second stage, a little later (the bucket has arrived): starts
+ * loading the item the bucket leads to, whose key the lookup compares. */
+void cache_prefetch_item(struct cache *c, struct cache_key key);
 /* Sets a live item's exptime (gat), inside the read-side section. */
 void cache_item_set_exptime(struct cache *c, struct item *it, int64_t exptime);
 

@@ -1,7 +1,8 @@
 /*
  * A connection's lifecycle and its batch loop, the one request path for
  * every protocol and transport: read what the transport has, decode every
- * complete request (one ahead, its bucket prefetched), gate on auth,
+ * complete request (one ahead: its bucket prefetched while the current
+ * one runs, then its item while the one after it decodes), gate on auth,
  * execute, record latency, write all replies with one write, and apply
  * backpressure (no reading while output is past the high-water mark). A
  * value above ITEM_SEG_VALUE_MAX that has not all arrived is received
@@ -339,6 +340,10 @@ static size_t run_batch(struct conn *c)
 		}
 		if (!ahead)
 			st[cur] = p->decode(c, buf, n, cur, r);
+		else if (st[cur] == DECODE_OK && r->key.n)
+			/* Its bucket has arrived while the last one ran: the
+			 * item now, while the next request is decoded. */
+			cache_prefetch_item(c->w->srv->cache, r->key);
 		ahead = false;
 		if (st[cur] == DECODE_NEED_MORE)
 			break;

@@ -638,9 +638,10 @@ def cmd_reload(pid, live, use_hup):
           "first: %s" % (len(bad), len(results), bad[:1]))
     ends = [m[0] for m in marks[1:]] + [1e18]
     for (_, sent, fp, how), end in zip(marks, ends):
-        # The connections opened after this reload, before the next one
-        # began to replace the files.
-        after = [r for r in results if sent < r[0] < end]
+        # The connections opened after this reload and done before the
+        # next one began to replace the files (one still in its handshake
+        # then may meet the next reload's certificate).
+        after = [r for r in results if sent < r[0] and r[1] < end]
         check(any(r[2] == fp for r in after), "no connection saw the new "
               "certificate after the %s (%d connections)" % (how, len(after)))
         # refresh_certs answers once the new certificate is in use: every
