@@ -1,9 +1,11 @@
 /* The socketless server of socketless.h. */
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
+#include <stdlib.h>
 
 #include "common/rcu.h"
 #include "server/conn.h"
+#include "server/transport.h"
 #include "socketless.h"
 
 void socketless_start(struct server *srv, struct worker *w)
@@ -52,4 +54,24 @@ void socketless_close(struct server *srv, struct worker *w,
 	socketless_stop(srv, w);
 	evbuffer_free(*replies);
 	*replies = NULL;
+}
+
+char *socketless_take(struct evbuffer *replies, size_t *len)
+{
+	size_t n = evbuffer_get_length(replies);
+	char *s = malloc(n + 1);
+
+	cr_assert_not_null(s);
+	evbuffer_remove(replies, s, n);
+	s[n] = '\0';
+	if (len)
+		*len = n;
+	return s;
+}
+
+void socketless_feed(struct conn *c, const void *p, size_t n,
+		     struct evbuffer *replies)
+{
+	cr_assert(conn_memory_feed(c, p, n, false, replies),
+		  "the connection closed");
 }

@@ -8,6 +8,7 @@
 
 #include "server/server.h"
 
+struct conn;
 struct evbuffer;
 
 /* Registers the calling thread with RCU and sets up srv and w. */
@@ -20,5 +21,13 @@ void socketless_open(struct server *srv, struct worker *w,
 		     struct evbuffer **replies);
 void socketless_close(struct server *srv, struct worker *w,
 		      struct evbuffer **replies);
+
+/* The replies so far, NUL-terminated, then emptied; the caller frees.
+ * *len, when len is not NULL, receives their length. */
+char *socketless_take(struct evbuffer *replies, size_t *len);
+/* Gives c bytes as if read (conn_memory_feed); the connection must stay
+ * open. */
+void socketless_feed(struct conn *c, const void *p, size_t n,
+		     struct evbuffer *replies);
 
 #endif
