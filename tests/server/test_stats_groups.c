@@ -742,14 +742,17 @@ Test(stats_groups, metadump_streams)
 	hbuf_free(&req);
 	SYNC(c, &srv);
 	SEND(c, "lru_crawler metadump all\r\nversion\r\n");
+	/* Every key at least once. The dump is a cursor scan, which may
+	 * report a key twice when the table resizes meanwhile (its deferred
+	 * grow after the 3000 sets can land during the dump): counted once. */
 	for (;;) {
 		cr_assert_gt(hc_line(c, line, sizeof(line), H_TIMEOUT_MS), 0);
 		if (!strcmp(line, "END\r\n"))
 			break;
 		cr_assert_eq(sscanf(line, "key=key-%d ", &k), 1, "%s", line);
-		cr_assert(k >= 0 && k < 3000 && !seen[k], "%s", line);
+		cr_assert(k >= 0 && k < 3000, "%s", line);
+		n += !seen[k];
 		seen[k] = true;
-		n++;
 	}
 	cr_expect_eq(n, 3000);
 	EXPECT_N(c, srv.version, strlen(srv.version));
