@@ -208,7 +208,7 @@ void conn_close(struct conn *c)
 	free(c->rbuf);
 	if (c->proto && c->proto->close)
 		c->proto->close(c);
-	if (c->land && c->land->it)
+	if (landing(c))
 		cache_landing_free(w->srv->cache, w->id, c->land->it);
 	free(c->land);
 	account(c, 0);
@@ -451,11 +451,14 @@ static void land_start(struct conn *c)
 static bool land_finish(struct conn *c)
 {
 	struct landing *l = c->land;
-	struct request r = l->req;
+	struct request r;
 	uint64_t t0;
 
-	if (l->got < r.nbytes || c->rlen < l->hdr + l->tail)
+	/* Called at every wakeup while the value arrives: the request is
+	 * copied only once it can run. */
+	if (l->got < l->req.nbytes || c->rlen < l->hdr + l->tail)
 		return false;
+	r = l->req;
 	if (l->tail && memcmp(c->rbuf + l->hdr, r.value_end, l->tail) != 0) {
 		/* Not the ending the protocol wants: refused, as a request
 		 * that arrived whole would be. */
