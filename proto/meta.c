@@ -345,6 +345,15 @@ static bool opaque_too_long(const struct proto_meta *m, const char *buf)
 	return false;
 }
 
+/* mf <prefix> takes b, k, q, O (and the proxy hints P, L) alone. */
+static bool flush_flags_ok(const struct proto_meta *m, const char *buf)
+{
+	for (uint32_t i = 0; i < m->nflags; i++)
+		if (!memchr("bkqOPL", buf[m->flag[i].off], 6))
+			return false;
+	return true;
+}
+
 /* me <key> [b]: only a "b" right after the key is looked at. */
 static enum proto_status parse_debug(const struct meta_line *ml,
 				     struct proto_meta *m)
@@ -434,6 +443,7 @@ enum proto_status proto_meta_parse(const char *buf, size_t n,
 	case 's':
 	case 'd':
 	case 'a':
+	case 'f':
 		break;
 	default:
 		return PROTO_ERROR;
@@ -453,10 +463,12 @@ enum proto_status proto_meta_parse(const char *buf, size_t n,
 		return refuse(m, m->cmd == 'g' ? err : ERR_INV_OR_DUP);
 	if (m->cmd == 'a' && m->mode && !memchr("I+D-", m->mode, 4))
 		return refuse(m, ERR_MA_MODE);
+	if (m->cmd == 'f' && !flush_flags_ok(m, buf))
+		return refuse(m, ERR_INV_OR_DUP);
 	/* memcached checks an opaque while it writes the reply: mg and ma
-	 * have run by then (a vivify, an increment), md has not. */
+	 * have run by then (a vivify, an increment), md has not (nor mf). */
 	if (opaque_too_long(m, buf)) {
-		if (m->cmd == 'd')
+		if (m->cmd == 'd' || m->cmd == 'f')
 			return refuse(m, ERR_OPAQUE);
 		m->opaque_too_long = true;
 	}

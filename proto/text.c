@@ -165,6 +165,21 @@ static enum proto_status parse_flush_all(const struct line *l,
 	return PROTO_OK;
 }
 
+/* flush_prefix <prefix> [noreply]: the prefix follows the key rule. */
+static enum proto_status parse_flush_prefix(const struct line *l,
+					    struct proto_req *req)
+{
+	if (l->ntok != 2 && l->ntok != 3)
+		return PROTO_ERROR;
+	req->noreply = l->ntok == 3 && last_is_noreply(l);
+	if (l->ntok == 3 && !req->noreply)
+		return client_error(req, MSG_FORMAT);
+	req->key = l->tok[1];
+	if (!key_valid(l->buf, req->key))
+		return client_error(req, MSG_FORMAT);
+	return PROTO_OK;
+}
+
 static enum proto_status parse_verbosity(const struct line *l,
 					 struct proto_req *req)
 {
@@ -351,6 +366,7 @@ static const struct {
 	{ "watch", PROTO_CMD_WATCH },
 	{ "shutdown", PROTO_CMD_SHUTDOWN },
 	{ "refresh_certs", PROTO_CMD_REFRESH_CERTS },
+	{ "flush_prefix", PROTO_CMD_FLUSH_PREFIX },
 };
 
 /*
@@ -407,6 +423,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_key_number(l, req);
 	case PROTO_CMD_FLUSH_ALL:
 		return parse_flush_all(l, req);
+	case PROTO_CMD_FLUSH_PREFIX:
+		return parse_flush_prefix(l, req);
 	case PROTO_CMD_VERBOSITY:
 		return parse_verbosity(l, req);
 	case PROTO_CMD_STATS:

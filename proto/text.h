@@ -53,6 +53,7 @@ enum proto_cmd {
 	PROTO_CMD_WATCH,
 	PROTO_CMD_SHUTDOWN,
 	PROTO_CMD_REFRESH_CERTS, /* [noreply]: reload the TLS certificate */
+	PROTO_CMD_FLUSH_PREFIX,	 /* <prefix> [noreply]: key holds it */
 };
 
 /* What `watch` streams (req->flags): memcached's words for them. */

@@ -78,8 +78,10 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 	pthread_mutex_init(&c->maint_lock, NULL);
 	pthread_cond_init(&c->maint_cond, NULL);
 	if (!c->cas_seq || !c->flush_snap || !c->age_seq ||
-	    cache__memory_init(c) || rhashtable_init(&c->ht, &cache__params)) {
+	    cache__prefix_init(c) || cache__memory_init(c) ||
+	    rhashtable_init(&c->ht, &cache__params)) {
 		cache__memory_destroy(c);
+		cache__prefix_destroy(c);
 		free(c->cas_seq);
 		free(c->flush_snap);
 		free(c->age_seq);
@@ -103,6 +105,7 @@ void cache_destroy(struct cache *c)
 	/* Items die with their segments and large units (the log). */
 	rhashtable_destroy(&c->ht);
 	cache__memory_destroy(c);
+	cache__prefix_destroy(c);
 	pthread_mutex_destroy(&c->flush_lock);
 	pthread_mutex_destroy(&c->maint_lock);
 	pthread_cond_destroy(&c->maint_cond);
@@ -218,14 +221,18 @@ struct item *cache_find(struct cache *c, struct cache_key key, bool *expired)
 bool cache_reap(struct cache *c, struct cache_key key)
 {
 	bool flushed = false;
+	enum item_fate fate;
 	struct item *it;
 
 	rhkv_rcu_read_lock();
 	it = rhashtable_lookup(&c->ht, &key, cache__params);
-	if (it && !cache_item_live(c, it, cache_now())) {
+	fate = it ? cache__item_fate(c, it, cache_now()) : ITEM_ALIVE;
+	if (fate != ITEM_ALIVE) {
 		flushed = cache_item_flushed(c, it);
 		if (!rhashtable_remove_fast(&c->ht, &it->node, cache__params)) {
 			cache__count(&c->reclaimed);
+			if (fate == ITEM_PREFIX_FLUSHED)
+				cache__count(&c->prefix_reclaimed);
 			if (!(item__usage(it) & ITEM_FETCHED))
 				cache__count(&c->expired_unfetched);
 			cache__item_unlinked(c, it);
@@ -323,5 +330,12 @@ void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain)
 	st->malloc_fails = load_ul(&c->malloc_fails);
 	st->sweep_checked = load_ul(&c->sweep_checked);
 	st->sweep_reclaimed = load_ul(&c->sweep_reclaimed);
+	pthread_mutex_lock(&c->tomb_lock);
+	st->prefix_tombstones = c->tomb_n;
+	pthread_mutex_unlock(&c->tomb_lock);
+	st->prefix_flushes = load_ul(&c->prefix_flushes);
+	st->prefix_refused = load_ul(&c->prefix_refused);
+	st->prefix_retired = load_ul(&c->prefix_retired);
+	st->prefix_reclaimed = load_ul(&c->prefix_reclaimed);
 	st->longest_chain = chain ? rhashtable_longest_chain(&c->ht) : 0;
 }

@@ -76,6 +76,12 @@
  * reaches it. flush_all is O(1): it records, at its time, how far each
  * thread's cas sequence had got; items with a cas at or below that are
  * dead, and the sweep reclaims them.
+ *
+ * PREFIX FLUSHES (cache_prefix.c) are flush_all for the keys that start
+ * with a prefix: a tombstone records the prefix and that snapshot, every
+ * liveness check consults the active tombstones (nothing when there are
+ * none; a few comparisons of integers when there are), and a tombstone
+ * retires once a whole sweep pass after it has unlinked what it covers.
  */
 #ifndef RHKV_SERVER_CACHE_H
 #define RHKV_SERVER_CACHE_H
@@ -477,6 +483,24 @@ void cache_crawl(struct cache *c);
  * now + delay (delay up to 30 days, as memcached) or the unix time delay. */
 void cache_flush(struct cache *c, int64_t delay);
 
+/*
+ * Prefix flushes: every item whose key starts with prefix (1 to
+ * CACHE_PREFIX_MAX bytes) and was stored before the call is dead from its
+ * return on, for every reader and writer (as flush_all makes them); items
+ * stored later are not touched. O(log n) in the active tombstones, none
+ * in the items. CACHE_STORED; CACHE_NOT_STORED when the limit of active
+ * tombstones is reached (they retire as the sweep passes); CACHE_NO_MEMORY;
+ * CACHE_NOT_FOUND for a prefix of a bad length. A prefix flushed again
+ * replaces its tombstone (the newer covers all the older did).
+ */
+#define CACHE_PREFIX_MAX	     250
+#define CACHE_PREFIX_FLUSHES_DEFAULT 1024
+enum cache_result cache_flush_prefix(struct cache *c, struct cache_key prefix);
+/* The most tombstones active at once (default
+ * CACHE_PREFIX_FLUSHES_DEFAULT); false when max is 0, below the number
+ * active now, or memory ran out. */
+bool cache_set_max_prefix_flushes(struct cache *c, unsigned int max);
+
 /* Calls fn for live keys from cursor; returns the next cursor (see
  * rhashtable_scan). */
 uint64_t cache_scan(struct cache *c, uint64_t cursor, unsigned int count,
@@ -509,6 +533,11 @@ struct cache_stats {
 	unsigned long malloc_fails;    /* items the allocator refused */
 	unsigned long sweep_checked;   /* items the expiry sweep looked at */
 	unsigned long sweep_reclaimed; /* dead items the sweep took out */
+	unsigned long prefix_tombstones; /* active now */
+	unsigned long prefix_flushes;	 /* accepted */
+	unsigned long prefix_refused;	 /* over the limit */
+	unsigned long prefix_retired;	 /* tombstones done */
+	unsigned long prefix_reclaimed;	 /* items unlinked for them */
 	struct rhashtable_stats table;
 	unsigned int longest_chain;
 };

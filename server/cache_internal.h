@@ -154,10 +154,31 @@ struct cache {
 
 	/* flush_all: a snapshot of every thread's cas sequence; items at or
 	 * below their thread's entry are dead. flush_due_ns: a delayed flush
-	 * to apply once that time comes (0: none). */
-	pthread_mutex_t flush_lock;
-	_Atomic uint64_t *flush_snap; /* [threads] */
+	 * to apply once that time comes (0: none). Every liveness check reads
+	 * flush_snap and tombs: they share a line nothing else writes. */
+	_Alignas(64) _Atomic uint64_t *flush_snap; /* [threads] */
+	/* The active prefix tombstones as readers see them (NULL: none);
+	 * cache_prefix.c. */
+	struct tomb_set *_Atomic tombs;
+	_Alignas(64) pthread_mutex_t flush_lock;
 	_Atomic int64_t flush_due_ns;
+
+	/*
+	 * Prefix tombstones (cache_prefix.c), under tomb_lock: the active
+	 * ones sorted by prefix (at most tomb_max), and what waits for a
+	 * grace period before it is freed. sweep_started counts the sweep
+	 * passes begun (the maintenance thread's; read under tomb_lock).
+	 */
+	pthread_mutex_t tomb_lock;
+	struct tomb **tomb_active;
+	unsigned int tomb_n, tomb_max;
+	struct tomb_set *sets_garbage;
+	struct tomb *tombs_garbage;
+	uint64_t sweep_started;
+	bool sweep_in_pass; /* the maintenance thread's */
+	_Atomic unsigned long prefix_flushes, prefix_refused, prefix_retired;
+	_Atomic unsigned long prefix_reclaimed; /* items the sweep or a read
+						   unlinked for a tombstone */
 
 	/* The maintenance thread. */
 	pthread_t maint;
@@ -193,6 +214,54 @@ struct cache {
 	/* The sweep's own: items it looked at, dead ones it took out. */
 	_Atomic unsigned long sweep_checked, sweep_reclaimed;
 };
+
+/* ---- prefix tombstones (cache_prefix.c) ---- */
+
+/* One active tombstone as the published set holds it: the first 8 bytes
+ * of its prefix as a big-endian integer (most comparisons need no more),
+ * and the index of the longest other entry that prefixes it (-1: none). */
+struct tomb_entry {
+	uint64_t head;
+	const struct tomb *t;
+	int parent;
+};
+
+/* Immutable once published: entries sorted by prefix, filters that let
+ * most keys pass with no search (the shortest prefix, the first bytes,
+ * every thread's highest snapshot), and the entries. */
+struct tomb_set {
+	struct tomb_set *next_free; /* garbage, awaiting a grace period */
+	unsigned int n, min_len;
+	uint64_t first[4]; /* bit b: some prefix starts with byte b */
+	uint64_t *max_seq; /* [threads], after e[] */
+	struct tomb_entry e[];
+};
+
+/* Whether a tombstone of s covers the item, whose write sequence seq
+ * (at or below s->max_seq[thread]) came from thread. Inside the read-side
+ * section s was loaded in. */
+bool cache__tomb_covers(const struct tomb_set *s, const struct item *it,
+			uint64_t seq, unsigned int thread);
+int cache__prefix_init(struct cache *c);
+void cache__prefix_destroy(struct cache *c);
+/* flush_all made every tombstone redundant; under flush_lock. */
+void cache__prefix_drop_all(struct cache *c);
+/* The maintenance thread, every tick: frees what a grace period has freed
+ * and arms new tombstones for the next sweep pass (may wait for a grace
+ * period; outside read-side sections). */
+void cache__prefix_tick(struct cache *c);
+/* The maintenance thread: sweep pass number `pass` has ended. */
+void cache__prefix_pass_done(struct cache *c, uint64_t pass);
+
+/* Why an item is dead, if it is (cache__item_fate). */
+enum item_fate {
+	ITEM_ALIVE,
+	ITEM_EXPIRED,
+	ITEM_FLUSHED,	     /* flush_all */
+	ITEM_PREFIX_FLUSHED, /* a prefix tombstone */
+};
+enum item_fate cache__item_fate(struct cache *c, const struct item *it,
+				int64_t now);
 
 /* ---- the table: hashing and parameters ---- */
 

@@ -1,7 +1,8 @@
 /*
  * Expiry and flush_all: whether an item is alive, the O(1) flush (a cas
  * snapshot, applied now or when its time comes), and the maintenance
- * thread that sweeps dead items and keeps a little room free.
+ * thread that sweeps dead items (those prefix tombstones cover too) and
+ * keeps a little room free.
  */
 #include <time.h>
 
@@ -33,6 +34,7 @@ static void flush_apply(struct cache *c)
 					     memory_order_relaxed),
 			memory_order_release);
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
+	cache__prefix_drop_all(c);
 }
 
 void cache__flush_if_due(struct cache *c)
@@ -75,13 +77,22 @@ void cache_flush(struct cache *c, int64_t delay)
 	pthread_mutex_unlock(&c->flush_lock);
 }
 
-static bool flushed(struct cache *c, const struct item *it)
+/* Whether flush_all or a prefix flush invalidated the item. The
+ * tombstones cost a load and a test when there are none, and one more
+ * comparison for an item stored after all of them. */
+static enum item_fate flush_fate(struct cache *c, const struct item *it)
 {
 	uint64_t seq = (it->cas - 1) / c->threads;
 	unsigned int t = (unsigned int)((it->cas - 1) % c->threads);
+	const struct tomb_set *s;
 
-	return seq <=
-	       atomic_load_explicit(&c->flush_snap[t], memory_order_acquire);
+	if (seq <=
+	    atomic_load_explicit(&c->flush_snap[t], memory_order_acquire))
+		return ITEM_FLUSHED;
+	s = atomic_load_explicit(&c->tombs, memory_order_acquire);
+	if (s && seq <= s->max_seq[t] && cache__tomb_covers(s, it, seq, t))
+		return ITEM_PREFIX_FLUSHED;
+	return ITEM_ALIVE;
 }
 
 void cache_set_evict_hook(struct cache *c,
@@ -206,17 +217,23 @@ void cache_crawl(struct cache *c)
 bool cache_item_flushed(struct cache *c, const struct item *it)
 {
 	cache__flush_if_due(c);
-	return flushed(c, it);
+	return flush_fate(c, it) != ITEM_ALIVE;
 }
 
-bool cache_item_live(struct cache *c, const struct item *it, int64_t now)
+enum item_fate cache__item_fate(struct cache *c, const struct item *it,
+				int64_t now)
 {
 	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
 
 	if (exp && exp <= now)
-		return false;
+		return ITEM_EXPIRED;
 	cache__flush_if_due(c);
-	return !flushed(c, it);
+	return flush_fate(c, it);
+}
+
+bool cache_item_live(struct cache *c, const struct item *it, int64_t now)
+{
+	return cache__item_fate(c, it, now) == ITEM_ALIVE;
 }
 
 /* ---- the expiry sweep: a table cursor, dead items only ---- */
@@ -226,27 +243,45 @@ struct sweep_ctx {
 	int64_t now;
 	unsigned int n;
 	unsigned long checked;
+	bool skipped; /* a dead item was left for lack of room: step again */
 };
 
 static void sweep_visit(void *obj, void *arg)
 {
 	struct sweep_ctx *sw = arg;
 	struct item *it = obj;
+	enum item_fate fate;
 
-	if (sw->n == SWEEP_MAX)
+	if (sw->n == SWEEP_MAX) {
+		sw->skipped = true;
 		return;
+	}
 	sw->checked++;
-	if (cache_item_live(sw->c, it, sw->now))
-		return;
-	/* Another writer may have unlinked it meanwhile: then it is theirs. */
-	if (rhashtable_remove_fast(&sw->c->ht, &it->node, cache__params))
-		return;
-	sw->n++;
-	cache__item_unlinked(sw->c, it); /* inside the scan's section */
-	cache__count(&sw->c->reclaimed);
-	if (!(atomic_load_explicit(&it->usage, memory_order_relaxed) &
-	      ITEM_FETCHED))
-		cache__count(&sw->c->expired_unfetched);
+	/* Until the key's item is out of the table or alive: another writer
+	 * may have got in first. A remove means the item is theirs; a
+	 * replace may have put a copy with the same sequence in its place
+	 * (eviction's carry, meta's emptied value), which this pass has
+	 * passed and a tombstone's retirement must not leave behind. */
+	while ((fate = cache__item_fate(sw->c, it, sw->now)) != ITEM_ALIVE) {
+		struct cache_key k = { item_key(it), it->nkey };
+
+		if (!rhashtable_remove_fast(&sw->c->ht, &it->node,
+					    cache__params)) {
+			sw->n++;
+			cache__item_unlinked(sw->c, it); /* in the section */
+			cache__count(&sw->c->reclaimed);
+			if (fate == ITEM_PREFIX_FLUSHED)
+				cache__count(&sw->c->prefix_reclaimed);
+			if (!(atomic_load_explicit(&it->usage,
+						   memory_order_relaxed) &
+			      ITEM_FETCHED))
+				cache__count(&sw->c->expired_unfetched);
+			return;
+		}
+		it = rhashtable_lookup(&sw->c->ht, &k, cache__params);
+		if (!it)
+			return;
+	}
 }
 
 /* ---- the maintenance thread ---- */
@@ -302,10 +337,21 @@ static bool maint_sweep(struct cache *c)
 		return false;
 	do {
 		struct sweep_ctx sw = { .c = c, .now = cache_now() };
+		uint64_t next;
 
-		c->sweep_cursor =
-			rhashtable_scan(&c->ht, c->sweep_cursor, SWEEP_STEP,
-					sweep_visit, &sw, NULL);
+		if (!c->sweep_in_pass) {
+			pthread_mutex_lock(&c->tomb_lock);
+			c->sweep_started++;
+			pthread_mutex_unlock(&c->tomb_lock);
+			c->sweep_in_pass = true;
+		}
+		next = rhashtable_scan(&c->ht, c->sweep_cursor, SWEEP_STEP,
+				       sweep_visit, &sw, NULL);
+		/* A step that left dead items is taken again, so that a
+		 * pass unlinks every dead item it finds (prefix tombstones
+		 * retire on it). */
+		if (!sw.skipped)
+			c->sweep_cursor = next;
 		/* Only this thread writes them: no read-modify-write. */
 		atomic_store_explicit(
 			&c->sweep_checked,
@@ -320,8 +366,10 @@ static bool maint_sweep(struct cache *c)
 				sw.n,
 			memory_order_relaxed);
 		found |= sw.n > 0;
-		if (c->sweep_cursor == 0) {
+		if (!sw.skipped && c->sweep_cursor == 0) {
 			cache__count(&c->sweep_passes);
+			c->sweep_in_pass = false;
+			cache__prefix_pass_done(c, c->sweep_started);
 			break;
 		}
 	} while (mono_ns() - start < SWEEP_BUDGET_NS);
@@ -341,6 +389,7 @@ static void *maint_main(void *arg)
 		pthread_mutex_unlock(&c->maint_lock);
 		cache__age_mark(c, cache_now());
 		cache__flush_if_due(c);
+		cache__prefix_tick(c);
 		maint_evict(c);
 		/* A mass expiry: sweep more often, never longer at a time. */
 		busy = maint_sweep(c);

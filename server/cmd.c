@@ -473,6 +473,30 @@ static void exec_flush_all(struct conn *c, const struct request *r)
 	say(c, r, REPLY_OK, NULL);
 }
 
+/* flush_prefix, and meta's mf (its "HD"): a tombstone, O(1) in the items;
+ * refused with flush_all under -F. */
+static void exec_flush_prefix(struct conn *c, const struct request *r)
+{
+	static const struct meta_result hd = { .code = META_HD };
+	enum cache_result res;
+
+	if (c->w->srv->cfg.disable_flush_all) {
+		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_PREFIX_REFUSED);
+		return;
+	}
+	STAT_INC(&c->w->stats, cmd_flush_prefix);
+	res = cache_flush_prefix(c->w->srv->cache, r->key);
+	if (res == CACHE_STORED && r->cmd == REQ_MFLUSH_PREFIX)
+		REPLY(c)->meta(c, r, &hd);
+	else if (res == CACHE_STORED)
+		say(c, r, REPLY_OK, NULL);
+	else if (res == CACHE_NOT_STORED)
+		say(c, r, REPLY_SERVER_ERROR,
+		    "too many pending prefix flushes");
+	else
+		say(c, r, REPLY_SERVER_ERROR, "out of memory");
+}
+
 static void exec_version(struct conn *c, const struct request *r)
 {
 	REPLY(c)->version(c, r, RHKV_VERSION);
@@ -566,6 +590,8 @@ static const struct {
 	[REQ_DECR] = { exec_incr, LAT_incr },
 	[REQ_TOUCH] = { exec_touch, LAT_touch },
 	[REQ_FLUSH_ALL] = { exec_flush_all, LAT_other },
+	[REQ_FLUSH_PREFIX] = { exec_flush_prefix, LAT_other },
+	[REQ_MFLUSH_PREFIX] = { exec_flush_prefix, LAT_other },
 	[REQ_VERSION] = { exec_version, LAT_other },
 	[REQ_VERBOSITY] = { exec_verbosity, LAT_other },
 	[REQ_QUIT] = { exec_quit, LAT_other },

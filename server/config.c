@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
+
 /* What an option's argument is, and how it is stored. */
 enum opt_type {
 	OPT_INT,     /* decimal in [min, max], into an int */
@@ -176,6 +178,12 @@ static const struct opt options[] = {
 	OPTION("disable-flush-all", 'F', OPT_FLAG, NULL, "refuse flush_all",
 	       AT(disable_flush_all), .stat = "flush_enabled",
 	       .show = show_flush_enabled),
+	OPTION("max-prefix-flushes", 0, OPT_INT, "N",
+	       "prefix flushes pending at once (each until the expiry sweep "
+	       "has passed the table); more are refused",
+	       RANGE(1, 1 << 20), .def = CACHE_PREFIX_FLUSHES_DEFAULT,
+	       AT(max_prefix_flushes), .stat = "max_prefix_flushes",
+	       BAD("max prefix flushes", "not in 1..1048576")),
 	OPTION("tls-port", 0, OPT_INT, "PORT",
 	       "also listen for TLS on PORT (needs --tls-cert, --tls-key); "
 	       "0: off",

@@ -47,6 +47,7 @@ struct config {
 	bool no_protected_mode; /* may listen beyond loopback without one */
 	bool enable_shutdown;	/* -A: the shutdown command stops the server */
 	bool disable_flush_all; /* -F: flush_all is refused */
+	int max_prefix_flushes; /* tombstones active at once */
 	/* TLS (tls.h): a listener on tls_port beside the plain one. */
 	int tls_port;		      /* 0: none */
 	const char *tls_cert;	      /* chain, PEM */

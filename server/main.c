@@ -319,8 +319,15 @@ int main(int argc, char **argv)
 	srv.started = cache_now();
 	srv.cache = cache_create((unsigned int)srv.cfg.threads,
 				 srv.cfg.memory_limit);
-	if (srv.cache)
+	if (srv.cache) {
 		cache_set_evict_hook(srv.cache, watch_evict, &srv.watch);
+		if (!cache_set_max_prefix_flushes(
+			    srv.cache,
+			    (unsigned int)srv.cfg.max_prefix_flushes)) {
+			cache_destroy(srv.cache);
+			srv.cache = NULL;
+		}
+	}
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");

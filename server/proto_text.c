@@ -74,6 +74,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_WATCH] = REQ_WATCH,
 	[PROTO_CMD_SHUTDOWN] = REQ_SHUTDOWN,
 	[PROTO_CMD_REFRESH_CERTS] = REQ_REFRESH_CERTS,
+	[PROTO_CMD_FLUSH_PREFIX] = REQ_FLUSH_PREFIX,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)
@@ -148,8 +149,9 @@ size_t text_get_line_max(const struct config *cfg)
 }
 
 static const enum req_cmd meta_cmd_of[] = {
-	['g'] = REQ_MGET,   ['s'] = REQ_MSET,	['d'] = REQ_MDELETE,
-	['a'] = REQ_MARITH, ['e'] = REQ_MDEBUG, ['n'] = REQ_MNOOP,
+	['g'] = REQ_MGET,	   ['s'] = REQ_MSET,   ['d'] = REQ_MDELETE,
+	['a'] = REQ_MARITH,	   ['e'] = REQ_MDEBUG, ['n'] = REQ_MNOOP,
+	['f'] = REQ_MFLUSH_PREFIX,
 };
 
 /* The request from a parsed meta line; false when its slot cannot be

@@ -49,6 +49,7 @@ enum req_cmd {
 	REQ_LRU_CRAWLER,   /* text only: metadump, crawl */
 	REQ_WATCH,	   /* text only */
 	REQ_REFRESH_CERTS, /* text only: reload the TLS certificate */
+	REQ_FLUSH_PREFIX,  /* key: the prefix (cache_flush_prefix) */
 	/* memcached's meta commands (r->meta says how): get, set, delete,
 	 * arithmetic, and the item's debug line. The text protocol spells
 	 * them mg, ms, md, ma, me; rhkv's msgpack protocol has its own ops. */
@@ -57,8 +58,9 @@ enum req_cmd {
 	REQ_MDELETE,
 	REQ_MARITH,
 	REQ_MDEBUG,
-	REQ_MNOOP, /* mn: "MN", the end of a quiet pipeline */
-	REQ_NCMDS  /* how many */
+	REQ_MNOOP,	   /* mn: "MN", the end of a quiet pipeline */
+	REQ_MFLUSH_PREFIX, /* mf: flush_prefix with meta's flags and "HD" */
+	REQ_NCMDS	   /* how many */
 };
 
 /*
@@ -216,8 +218,10 @@ static inline void req_stats_split(struct request *r)
 
 struct conn;
 
-/* memcached's reply to flush_all under -F (--disable-flush-all). */
-#define CMD_FLUSH_ALL_REFUSED "flush_all not allowed"
+/* memcached's reply to flush_all under -F (--disable-flush-all), and
+ * rhkvd's to a prefix flush then. */
+#define CMD_FLUSH_ALL_REFUSED	 "flush_all not allowed"
+#define CMD_FLUSH_PREFIX_REFUSED "flush_prefix not allowed"
 
 /* Runs a decoded request: the cache call, its statistics and its reply. */
 void cmd_execute(struct conn *c, const struct request *r);

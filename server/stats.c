@@ -285,6 +285,21 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 		"Expired items taken out of the cache (by the sweep, a lookup "
 		"or eviction)",
 		cs.reclaimed);
+	stats__put_u(k, STATS_GAUGE, "prefix_tombstones",
+		     "Prefix flushes pending: their tombstones hide the items "
+		     "they cover until the sweep has taken them out",
+		     cs.prefix_tombstones);
+	stats__put_u(
+		k, STATS_COUNTER, "prefix_flushes_refused",
+		"Prefix flushes refused: --max-prefix-flushes were pending",
+		cs.prefix_refused);
+	stats__put_u(k, STATS_COUNTER, "prefix_tombstones_retired",
+		     "Prefix tombstones retired after a whole sweep pass",
+		     cs.prefix_retired);
+	stats__put_u(k, STATS_COUNTER, "prefix_reclaimed",
+		     "Items taken out of the cache because a prefix flush "
+		     "covered them",
+		     cs.prefix_reclaimed);
 	stats__put_u(k, STATS_GAUGE, "hash_buckets",
 		     "Buckets of the hash table", cs.table.size);
 	stats__put_u(k, STATS_GAUGE, "hash_is_expanding",

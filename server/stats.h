@@ -29,6 +29,7 @@
 	X(cmd_set, COUNTER,                                                   \
 	  "Storage commands (set, add, replace, append, prepend, cas, ms)")   \
 	X(cmd_flush, COUNTER, "flush_all commands")                           \
+	X(cmd_flush_prefix, COUNTER, "flush_prefix and mf commands")          \
 	X(cmd_touch, COUNTER, "Keys touched (touch, gat, gats, mg with T)")   \
 	X(cmd_meta, COUNTER, "me (meta debug) commands, as memcached counts") \
 	X(get_hits, COUNTER, "Keys requested and found")                      \
