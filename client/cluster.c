@@ -640,7 +640,10 @@ int rhkv_cluster_server(rhkv_cluster *cl, size_t i, const char **host,
 	return 0;
 }
 
-int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status)
+/* call(c, arg) on every server: status[i] (status may be NULL) is server
+ * i's result; returns the first error, or 0. */
+static int every_server(rhkv_cluster *cl, int (*call)(rhkv *c, const void *arg),
+			const void *arg, int *status)
 {
 	int first = 0;
 
@@ -651,13 +654,43 @@ int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status)
 		int rc = rhkv_cluster_server(cl, i, NULL, NULL, &c);
 
 		if (!rc)
-			rc = after(cl, c, rhkv_flush_all(c, delay));
+			rc = after(cl, c, call(c, arg));
 		if (status)
 			status[i] = rc;
 		if (rc && !first)
 			first = rc;
 	}
 	return first;
+}
+
+static int flush_all_one(rhkv *c, const void *arg)
+{
+	return rhkv_flush_all(c, *(const int64_t *)arg);
+}
+
+int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status)
+{
+	return every_server(cl, flush_all_one, &delay, status);
+}
+
+struct prefix_arg {
+	const void *p;
+	size_t n;
+};
+
+static int flush_prefix_one(rhkv *c, const void *arg)
+{
+	const struct prefix_arg *a = arg;
+
+	return rhkv_flush_prefix(c, a->p, a->n);
+}
+
+int rhkv_cluster_flush_prefix(rhkv_cluster *cl, const void *prefix, size_t plen,
+			      int *status)
+{
+	const struct prefix_arg a = { prefix, plen };
+
+	return every_server(cl, flush_prefix_one, &a, status);
 }
 
 const char *rhkv_cluster_errstr(const rhkv_cluster *cl)

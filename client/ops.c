@@ -322,6 +322,15 @@ int rhkv_flush_all(rhkv *c, int64_t delay)
 	return simple(c, &r);
 }
 
+int rhkv_flush_prefix(rhkv *c, const void *prefix, size_t plen)
+{
+	struct rhkv__req r = { .op = PROTO_OP_FLUSH_PREFIX,
+			       .key = prefix,
+			       .klen = plen };
+
+	return keyed(c, &r, on_nil, NULL);
+}
+
 int rhkv_ping(rhkv *c)
 {
 	struct rhkv__req r = { .op = PROTO_OP_NOOP };

@@ -197,6 +197,16 @@ int rhkv_decr(rhkv *c, const void *key, size_t klen, uint64_t delta,
 int rhkv_touch(rhkv *c, const void *key, size_t klen, int64_t exptime);
 /* Invalidates every item, now (delay 0) or after delay seconds. */
 int rhkv_flush_all(rhkv *c, int64_t delay);
+/*
+ * Invalidates every item whose key starts with prefix (the handle's key
+ * prefix in front, as for any key) and was stored before the call; items
+ * stored later are kept. The server answers at once: it records the prefix
+ * and reclaims the items in the background. RHKV_ESERVER with "too many
+ * pending prefix flushes" when the server holds its limit of them (they
+ * clear as its sweep passes; retry later); RHKV_EBADKEY for a prefix that
+ * is no valid key.
+ */
+int rhkv_flush_prefix(rhkv *c, const void *prefix, size_t plen);
 /* The server's version string into buf[cap] (NUL-terminated). */
 int rhkv_version(rhkv *c, char *buf, size_t cap);
 int rhkv_ping(rhkv *c);
@@ -820,6 +830,11 @@ int rhkv_cluster_server(rhkv_cluster *cl, size_t i, const char **host,
  * rhkv_cluster_count() entries) is server i's result. 0 when all
  * succeeded, else the first error. */
 int rhkv_cluster_flush_all(rhkv_cluster *cl, int64_t delay, int *status);
+/* rhkv_flush_prefix on every server (a prefix's keys live on all of
+ * them): status as rhkv_cluster_flush_all's, each server's own result, so
+ * that a dead server's failure is told apart from the others' success. */
+int rhkv_cluster_flush_prefix(rhkv_cluster *cl, const void *prefix, size_t plen,
+			      int *status);
 
 /*
  * Batches over the servers in parallel: every command goes to its key's

@@ -100,6 +100,7 @@ bool rhkv__pl_result(uint32_t op, const msgpack_object *o,
 	case PROTO_OP_DELETE:
 	case PROTO_OP_TOUCH:
 	case PROTO_OP_FLUSH_ALL:
+	case PROTO_OP_FLUSH_PREFIX:
 	case PROTO_OP_NOOP:
 		return true; /* nil: anything is accepted */
 	default:	     /* stores and arithmetic: a number */
@@ -137,7 +138,7 @@ static uint32_t nargs(uint32_t op, const struct rhkv__req *r)
 	case PROTO_OP_META_DELETE:
 	case PROTO_OP_META_ARITH: /* key, options */
 		return 2;
-	default: /* get, gets, delete, flush_all, auth */
+	default: /* get, gets, delete, flush_all, flush_prefix, auth */
 		return 1;
 	}
 }

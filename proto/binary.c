@@ -35,6 +35,7 @@ static const char *const op_names[PROTO_OP_MAX + 1] = {
 	[PROTO_OP_META_SET] = "meta_set",
 	[PROTO_OP_META_DELETE] = "meta_delete",
 	[PROTO_OP_META_ARITH] = "meta_arith",
+	[PROTO_OP_FLUSH_PREFIX] = "flush_prefix",
 };
 
 static const char *const status_names[PROTO_ST_MAX + 1] = {
@@ -353,7 +354,7 @@ static const struct {
 	[PROTO_OP_NOOP] = { 0, 0 },	  [PROTO_OP_QUIT] = { 0, 0 },
 	[PROTO_OP_AUTH] = { 1, 1 },	  [PROTO_OP_META_GET] = { 1, 2 },
 	[PROTO_OP_META_SET] = { 2, 3 },	  [PROTO_OP_META_DELETE] = { 1, 2 },
-	[PROTO_OP_META_ARITH] = { 1, 2 },
+	[PROTO_OP_META_ARITH] = { 1, 2 }, [PROTO_OP_FLUSH_PREFIX] = { 1, 1 },
 };
 
 static bool has_key(uint32_t op)

@@ -57,11 +57,12 @@ enum proto_bin_op {
 	PROTO_OP_AUTH = 21,    /* password -> nil (reserved) */
 	/* memcached's meta commands: key[, value], options map -> result map
 	 * (struct proto_bin_meta; PROTOCOL.md, "Meta operations"). */
-	PROTO_OP_META_GET = 22,	   /* key[, {opts}] */
-	PROTO_OP_META_SET = 23,	   /* key, value[, {opts}] */
-	PROTO_OP_META_DELETE = 24, /* key[, {opts}] */
-	PROTO_OP_META_ARITH = 25,  /* key[, {opts}] */
-	PROTO_OP_MAX = 25,
+	PROTO_OP_META_GET = 22,	    /* key[, {opts}] */
+	PROTO_OP_META_SET = 23,	    /* key, value[, {opts}] */
+	PROTO_OP_META_DELETE = 24,  /* key[, {opts}] */
+	PROTO_OP_META_ARITH = 25,   /* key[, {opts}] */
+	PROTO_OP_FLUSH_PREFIX = 26, /* prefix -> nil */
+	PROTO_OP_MAX = 26,
 };
 
 /* Reply statuses (reply element 1). Wire values: never reorder. */

@@ -195,6 +195,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_OP_META_SET] = REQ_MSET,
 	[PROTO_OP_META_DELETE] = REQ_MDELETE,
 	[PROTO_OP_META_ARITH] = REQ_MARITH,
+	[PROTO_OP_FLUSH_PREFIX] = REQ_FLUSH_PREFIX,
 };
 
 static struct cache_key bytes(struct proto_bin_bytes b)

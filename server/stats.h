@@ -37,8 +37,8 @@
 	X(get_expired, COUNTER,                                               \
 	  "Keys requested and not found because their item had expired")      \
 	X(get_flushed, COUNTER,                                               \
-	  "Keys requested and not found because flush_all invalidated their " \
-	  "item")                                                             \
+	  "Keys requested and not found because flush_all or a prefix "       \
+	  "flush invalidated their item")                                     \
 	X(delete_misses, COUNTER, "Deletes of a key that was not there")      \
 	X(delete_hits, COUNTER, "Deletes of a key that was there")            \
 	X(incr_misses, COUNTER, "Increments of a key that was not there")     \

@@ -639,6 +639,22 @@ static int do_flush(struct cli *cl, const struct cmd *d, int argc,
 	return 0;
 }
 
+static int do_flush_prefix(struct cli *cl, const struct cmd *d, int argc,
+			   struct cli_word *argv)
+{
+	int err;
+
+	(void)d;
+	(void)argc;
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_flush_prefix(cl->c, argv[0].p, argv[0].len);
+	if (err)
+		return fail(cl, err);
+	put_ok();
+	return 0;
+}
+
 static int do_scan(struct cli *cl, const struct cmd *d, int argc,
 		   struct cli_word *argv)
 {
@@ -771,6 +787,9 @@ static const struct cmd cmds[] = {
 	  "newcas",
 	  do_ma },
 	{ "flush_all", 0, 1, "[DELAY]", "invalidate every item", do_flush },
+	{ "flush_prefix", 1, 1, "PREFIX",
+	  "invalidate every item whose key starts with PREFIX",
+	  do_flush_prefix },
 	{ "scan", 0, 2, "[--pattern GLOB]", "every key (matching GLOB)",
 	  do_scan },
 	{ "stats", 0, 1, "[GROUP]",
