@@ -256,14 +256,22 @@ static enum proto_status parse_stats(const struct line *l,
 }
 
 /*
- * lru_crawler metadump <all|hash|classes> and lru_crawler crawl <all|
- * classes>: the sub-command in arg, its one argument in args. Any other
- * sub-command, or a wrong number of tokens, is ERROR (memcached's answer;
- * its enable, disable, sleep and tocrawl tune a crawler rhkvd has not).
+ * lru_crawler metadump <all|hash|classes>, lru_crawler crawl <all|
+ * classes>, lru_crawler enable and lru_crawler disable: the sub-command in
+ * arg, its one argument in args. Any other sub-command, or a wrong number
+ * of tokens, is ERROR (memcached's answer; its sleep and tocrawl tune a
+ * crawler rhkvd has not).
  */
 static enum proto_status parse_lru_crawler(const struct line *l,
 					   struct proto_req *req)
 {
+	bool toggle = l->ntok == 2 && (span_is(l->buf, l->tok[1], "enable") ||
+				       span_is(l->buf, l->tok[1], "disable"));
+
+	if (toggle) {
+		req->arg = l->tok[1];
+		return PROTO_OK;
+	}
 	if (l->ntok != 3 || (!span_is(l->buf, l->tok[1], "metadump") &&
 			     !span_is(l->buf, l->tok[1], "crawl")))
 		return PROTO_ERROR;

@@ -478,6 +478,11 @@ int64_t cache_oldest_age(struct cache *c);
 
 /* Asks the expiry sweep for a pass over the table now (lru_crawler crawl). */
 void cache_crawl(struct cache *c);
+/* Pauses (false) or resumes the expiry sweep (lru_crawler disable and
+ * enable). While it is paused, dead items are unlinked only when a
+ * lookup or eviction meets them, and prefix tombstones do not retire. */
+void cache_sweep_enable(struct cache *c, bool on);
+bool cache_sweep_enabled(struct cache *c);
 
 /* Invalidates every item stored before the flush time, once it comes:
  * now + delay (delay up to 30 days, as memcached) or the unix time delay. */

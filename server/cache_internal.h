@@ -188,6 +188,7 @@ struct cache {
 	bool maint_started;
 	uint64_t sweep_cursor;	   /* the maintenance thread's own */
 	_Atomic bool sweep_wanted; /* some item may expire: sweep */
+	_Atomic bool sweep_paused; /* lru_crawler disable */
 
 	_Atomic unsigned long evictions, evicted_unfetched, evicted_active;
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;

@@ -208,6 +208,17 @@ int64_t cache_oldest_age(struct cache *c)
 	return now - oldest;
 }
 
+void cache_sweep_enable(struct cache *c, bool on)
+{
+	atomic_store_explicit(&c->sweep_paused, !on, memory_order_relaxed);
+	cache__maint_wake(c);
+}
+
+bool cache_sweep_enabled(struct cache *c)
+{
+	return !atomic_load_explicit(&c->sweep_paused, memory_order_relaxed);
+}
+
 void cache_crawl(struct cache *c)
 {
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
@@ -333,7 +344,8 @@ static bool maint_sweep(struct cache *c)
 	int64_t start = mono_ns();
 	bool found = false;
 
-	if (!atomic_load_explicit(&c->sweep_wanted, memory_order_relaxed))
+	if (!atomic_load_explicit(&c->sweep_wanted, memory_order_relaxed) ||
+	    atomic_load_explicit(&c->sweep_paused, memory_order_relaxed))
 		return false;
 	do {
 		struct sweep_ctx sw = { .c = c, .now = cache_now() };

@@ -435,12 +435,18 @@ void cmd_continue(struct conn *c)
  * the lines on the connection's worker, a batch at a time as its output
  * drains, so a large cache's dump neither holds the worker nor grows the
  * output past --output-limit; the connection's next requests wait for the
- * dump's END. lru_crawler crawl: asks the expiry sweep for a pass now.
+ * dump's END. lru_crawler crawl: asks the expiry sweep for a pass now;
+ * enable and disable start and pause it.
  */
 static void exec_lru_crawler(struct conn *c, const struct request *r)
 {
 	if (is_word(r->arg, "crawl")) {
 		cache_crawl(c->w->srv->cache);
+		REPLY(c)->status(c, r, REPLY_OK, NULL);
+		return;
+	}
+	if (is_word(r->arg, "enable") || is_word(r->arg, "disable")) {
+		cache_sweep_enable(c->w->srv->cache, is_word(r->arg, "enable"));
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}

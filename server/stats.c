@@ -310,6 +310,7 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 struct settings_ctx {
 	const struct stats_sink *k;
 	uint64_t maxbytes; /* the cache's limit now */
+	bool sweep;	   /* lru_crawler enable/disable */
 };
 
 static void settings_entry(const char *name, const char *value, void *arg)
@@ -322,16 +323,19 @@ static void settings_entry(const char *name, const char *value, void *arg)
 		snprintf(buf, sizeof(buf), "%" PRIu64, x->maxbytes);
 		value = buf;
 	}
+	if (!strcmp(name, "lru_crawler"))
+		value = x->sweep ? "yes" : "no";
 	stats__put_text(x->k, name, NULL, value);
 }
 
 static void stats_settings(struct server *srv, const struct stats_sink *k)
 {
 	struct cache_stats cs;
-	struct settings_ctx x = { k, 0 };
+	struct settings_ctx x = { k, 0, true };
 
 	cache_get_stats(srv->cache, &cs, false);
 	x.maxbytes = cs.limit;
+	x.sweep = cache_sweep_enabled(srv->cache);
 	config_each(&srv->cfg, settings_entry, &x);
 	/* Not options: `stats detail` switches counting at run time. */
 	stats__put_text(k, "stat_key_prefix", NULL, ":");

@@ -877,11 +877,19 @@ Test(text_misc, lru_crawler)
 		"lru_crawler\r\n",
 		"lru_crawler metadump\r\n",
 		"lru_crawler metadump all x\r\n",
-		"lru_crawler enable\r\n",
+		"lru_crawler enable now\r\n",
+		"lru_crawler disable all\r\n",
+		"lru_crawler sleep 10\r\n",
 		"lru_crawler bogus all\r\n",
 	};
+	static const char enable[] = "lru_crawler enable\r\n";
+	static const char disable[] = "lru_crawler disable\n";
 	struct proto_req req;
 
+	cr_assert_eq(PARSE(enable, &req), PROTO_OK);
+	cr_expect(span_eq(enable, req.arg, "enable"));
+	cr_assert_eq(PARSE(disable, &req), PROTO_OK);
+	cr_expect(span_eq(disable, req.arg, "disable"));
 	cr_assert_eq(PARSE(dump, &req), PROTO_OK);
 	cr_expect_eq(req.cmd, PROTO_CMD_LRU_CRAWLER);
 	cr_expect_eq(req.len, sizeof(dump) - 1);
