@@ -4,6 +4,7 @@
  * cache_store.c, memory and reclamation in cache_memory.c, eviction in
  * cache_evict.c, expiry and flush_all in cache_maint.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <time.h>
@@ -61,12 +62,30 @@ uint32_t cache__exptime_u32(int64_t exptime)
 
 /* ---- life ---- */
 
-struct cache *cache_create(unsigned int threads, uint64_t limit)
+int cache__table_init(struct cache *c, unsigned long items)
+{
+	struct rhashtable_params p = cache__params;
+
+	/* Items to come at once (a restore): buckets for them from the start,
+	 * so that inserting them does not wait for growth behind. */
+	if (items > p.nelem_hint)
+		p.nelem_hint = items < UINT32_MAX / 2 ? (unsigned int)items
+						      : UINT32_MAX / 2;
+	return rhashtable_init(&c->ht, &p);
+}
+
+/* A cache whose arena is anonymous memory (fc NULL) or fc's file. */
+static struct cache *create(unsigned int threads, uint64_t limit,
+			    const struct cache_file_config *fc, char *err,
+			    size_t errlen, bool *refused)
 {
 	struct cache *c = calloc(1, sizeof(*c));
+	bool restorable = false;
 
-	if (!c)
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
 		return NULL;
+	}
 	pthread_once(&hash_key_once, hash_key_init);
 	c->threads = threads;
 	atomic_init(&c->limit, limit);
@@ -78,8 +97,11 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 	pthread_mutex_init(&c->maint_lock, NULL);
 	pthread_cond_init(&c->maint_cond, NULL);
 	if (!c->cas_seq || !c->flush_snap || !c->age_seq ||
-	    cache__prefix_init(c) || cache__memory_init(c) ||
-	    rhashtable_init(&c->ht, &cache__params)) {
+	    cache__prefix_init(c) ||
+	    cache__memory_init(c, fc, err, errlen, refused, &restorable) ||
+	    (restorable ? cache__file_restore(c) : cache__table_init(c, 0))) {
+		if (!err[0])
+			snprintf(err, errlen, "out of memory");
 		cache__memory_destroy(c);
 		cache__prefix_destroy(c);
 		free(c->cas_seq);
@@ -88,20 +110,38 @@ struct cache *cache_create(unsigned int threads, uint64_t limit)
 		free(c);
 		return NULL;
 	}
-	for (unsigned int t = 0; t < threads; t++)
-		atomic_init(&c->cas_seq[t].v, 0);
+	if (!restorable)
+		for (unsigned int t = 0; t < threads; t++)
+			atomic_init(&c->cas_seq[t].v, 0);
 	cache__age_mark(c, cache_now());
 	if (cache__maint_start(c)) {
+		snprintf(err, errlen, "cannot start the maintenance thread");
 		cache_destroy(c);
 		return NULL;
 	}
 	return c;
 }
 
+struct cache *cache_create(unsigned int threads, uint64_t limit)
+{
+	char err[200] = "";
+	bool refused;
+
+	return create(threads, limit, NULL, err, sizeof(err), &refused);
+}
+
+struct cache *cache_create_file(unsigned int threads, uint64_t limit,
+				const struct cache_file_config *fc, char *err,
+				size_t errlen, bool *refused)
+{
+	err[0] = '\0';
+	*refused = false;
+	return create(threads, limit, fc, err, errlen, refused);
+}
+
 void cache_destroy(struct cache *c)
 {
-	cache__maint_stop(c);
-	cache__reclaim(c); /* retired units pooled or freed */
+	cache_seal(c);
 	/* Items die with their segments and large units (the log). */
 	rhashtable_destroy(&c->ht);
 	cache__memory_destroy(c);
@@ -114,6 +154,20 @@ void cache_destroy(struct cache *c)
 	free(c->cas_seq);
 	free(c->flush_snap);
 	free(c);
+}
+
+int cache_seal(struct cache *c)
+{
+	cache__maint_stop(c);
+	cache__reclaim(c); /* retired units pooled or freed */
+	if (!c->file || c->sealed)
+		return 0;
+	if (cache__file_seal(c)) {
+		cache__file_close(c); /* unsealed: the next start is empty */
+		return -1;
+	}
+	c->sealed = true;
+	return 0;
 }
 
 void cache_set_limit(struct cache *c, uint64_t limit)

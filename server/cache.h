@@ -250,8 +250,63 @@ struct cache;
  * Caches in one process are independent: each hashes with its own table's
  * secret, and none changes how another hashes. */
 struct cache *cache_create(unsigned int threads, uint64_t limit);
+/*
+ * Warm restart: a cache whose arena lives in a file (tmpfs, or a DAX
+ * file), so that a restarted server comes back with its items.
+ * cache_destroy seals the file (a graceful stop); the next
+ * cache_create_file with the same layout (limit, item size limit) adopts
+ * its segments and links their live items again: key, value, flags, cas,
+ * exptime (items that expired while down are dropped), and the order of
+ * the eviction logs. Large items are written after the arena at the stop
+ * and read back. Anything else starts empty, and says why in *r: a file
+ * not sealed (a crash: nothing in it is trusted), another layout, another
+ * format, a truncated file. Within a sealed file, a segment or large item
+ * whose checksum fails is dropped, the rest restored. cas values given
+ * afterwards are above every restored one.
+ *
+ * The file is created with mode 0600 for owner; one that another user
+ * owns, or that others may read or write, or a symbolic link, is refused
+ * (*refused set, NULL returned, err says why): it holds every value. A
+ * file another rhkvd holds is refused too (not *refused: try later).
+ */
+struct cache_file_config {
+	const char *path;
+	unsigned int owner; /* uid that must own the file */
+	uint32_t item_max;  /* -I: the layout depends on it */
+};
+enum cache_restore_how {
+	CACHE_RESTORE_NONE,	/* no file */
+	CACHE_RESTORE_NEW,	/* a new file */
+	CACHE_RESTORE_RESTORED, /* a sealed file, adopted */
+	CACHE_RESTORE_EMPTY,	/* a file not restored: why says why */
+};
+struct cache_restore {
+	enum cache_restore_how how;
+	char why[200];
+	bool slow_fs; /* not tmpfs or ramfs: its writes reach a disk */
+	unsigned long items, large_items;
+	unsigned long expired;		/* dropped: expired while down */
+	unsigned long duplicates;	/* dropped: a key seen twice */
+	unsigned long segments;		/* restored */
+	unsigned long corrupt_segments; /* dropped: checksum */
+	unsigned long corrupt_large;	/* large items dropped */
+	bool large_not_freed;		/* the area could not be cut off */
+	int64_t down_seconds;		/* since the seal */
+	double seconds;			/* the restore took */
+};
+struct cache *cache_create_file(unsigned int threads, uint64_t limit,
+				const struct cache_file_config *fc, char *err,
+				size_t errlen, bool *refused);
+/* What the start found in the file (all 0 without one). */
+void cache_get_restore(struct cache *c, struct cache_restore *r);
+/* Seals the memory file now: no other thread may use the cache any more
+ * (the maintenance thread is stopped). 0, or -1 (the file stays unsealed
+ * and the next start is empty). cache_destroy seals if this was not
+ * called; 0 without a file. */
+int cache_seal(struct cache *c);
+
 /* No other thread may use c any more; the caller is an RCU reader thread
- * outside read-side sections. */
+ * outside read-side sections. With a memory file, seals it first. */
 void cache_destroy(struct cache *c);
 
 /* Changes the limit (cache_memlimit); evicts down to it in the background. */

@@ -132,6 +132,8 @@ struct cache {
 	size_t seg_size, nsegs, arena_bytes;
 	struct seg *segs;	    /* [nsegs] */
 	struct seg_writer *writers; /* [threads + 1] */
+	struct cache_file *file;    /* the arena's file, or NULL */
+	bool sealed;		    /* cache_seal done */
 	pthread_mutex_t pool_lock;
 	struct seg *pool;	 /* free, resident, counted in mem */
 	struct seg *carry_spare; /* free, resident: the evictor's next */
@@ -352,8 +354,10 @@ uint32_t cache__exptime_u32(int64_t exptime);
 
 /* ---- memory (cache_memory.c) ---- */
 
-/* Sets up the arena and the writers of a new cache; 0 or -1. */
-int cache__memory_init(struct cache *c);
+/* Sets up the arena (anonymous, or fc's file: cache__file_open) and the
+ * writers of a new cache; 0 or -1 (err says why when it is set). */
+int cache__memory_init(struct cache *c, const struct cache_file_config *fc,
+		       char *err, size_t cap, bool *refused, bool *restorable);
 /* Frees every segment and large item (no reader may be left). */
 void cache__memory_destroy(struct cache *c);
 
@@ -421,6 +425,29 @@ unsigned long cache__pool_trim_idle(struct cache *c, unsigned long keep);
 /* A full open segment, or a newly linked large item, joins eviction log
  * `log` (LOG_NEW or LOG_KEPT) at its head (cache_evict.c). */
 void cache__seal(struct cache *c, struct seg *s, int log);
+
+/* ---- warm restart (cache_file.c) ---- */
+
+/*
+ * Opens the memory file (mode and owner checked, locked against another
+ * rhkvd) and maps it as the arena: c->nsegs and c->seg_size are set, the
+ * arena not yet used. *restorable: it holds a sealed cache of this layout
+ * (cache__file_restore then adopts it); otherwise it was emptied. -1 with
+ * err set (*refused: the file itself is refused, not the system).
+ */
+int cache__file_open(struct cache *c, const struct cache_file_config *fc,
+		     char *err, size_t cap, bool *refused, bool *restorable);
+/* Links the live items of the file's intact segments and large items
+ * into a new table (cache__table_init); before any other thread runs. */
+int cache__file_restore(struct cache *c);
+/* A graceful stop: no other thread uses the cache. */
+int cache__file_seal(struct cache *c);
+void cache__file_close(struct cache *c);
+/* The table, sized for items (0: the default). */
+int cache__table_init(struct cache *c, unsigned long items);
+/* A large item's allocation, counted against the limit (cache_memory.c). */
+struct item *cache__large_alloc(struct cache *c, size_t size, uint32_t nbytes,
+				struct cache_room *need);
 
 /* ---- eviction (cache_evict.c) ---- */
 

@@ -30,21 +30,34 @@ static size_t seg_size_for(uint64_t limit)
 	return s;
 }
 
-int cache__memory_init(struct cache *c)
+int cache__memory_init(struct cache *c, const struct cache_file_config *fc,
+		       char *err, size_t cap, bool *refused, bool *restorable)
 {
 	uint64_t limit = cache__limit(c);
 
+	pthread_mutex_init(&c->pool_lock, NULL);
+	pthread_mutex_init(&c->evict_lock, NULL);
+	pthread_mutex_init(&c->log_lock, NULL);
 	c->seg_size = seg_size_for(limit);
 	c->nsegs = (size_t)(limit / c->seg_size) + 1;
-	if (c->nsegs < ARENA_SEGS_MIN)
-		c->nsegs = ARENA_SEGS_MIN;
-	c->arena_bytes = c->nsegs * c->seg_size;
-	/* Address space only: a page costs memory once written. */
-	c->arena = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (c->arena == MAP_FAILED) {
-		c->arena = NULL;
-		return -1;
+	*restorable = false;
+	if (fc) {
+		/* A file holds the limit's segments and no more: raising
+		 * the limit at run time finds no segment beyond them. */
+		if (cache__file_open(c, fc, err, cap, refused, restorable))
+			return -1;
+	} else {
+		if (c->nsegs < ARENA_SEGS_MIN)
+			c->nsegs = ARENA_SEGS_MIN;
+		c->arena_bytes = c->nsegs * c->seg_size;
+		/* Address space only: a page costs memory once written. */
+		c->arena = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+				0);
+		if (c->arena == MAP_FAILED) {
+			c->arena = NULL;
+			return -1;
+		}
 	}
 	c->segs = calloc(c->nsegs, sizeof(*c->segs));
 	c->writers = aligned_alloc(64, sizeof(*c->writers) * (c->threads + 1));
@@ -54,9 +67,6 @@ int cache__memory_init(struct cache *c)
 		atomic_init(&c->writers[t].open, NULL);
 	/* A record is filled when its segment is first used: the array's
 	 * pages stay untouched (and cost nothing) until then. */
-	pthread_mutex_init(&c->pool_lock, NULL);
-	pthread_mutex_init(&c->evict_lock, NULL);
-	pthread_mutex_init(&c->log_lock, NULL);
 	return 0;
 }
 
@@ -76,7 +86,9 @@ void cache__memory_destroy(struct cache *c)
 			if (u->large)
 				large_free((struct large_item *)u);
 		}
-	if (c->arena)
+	if (c->file)
+		cache__file_close(c);
+	else if (c->arena)
 		munmap(c->arena, c->arena_bytes);
 	free(c->segs);
 	free(c->writers);
@@ -224,8 +236,11 @@ unsigned long cache__pool_trim(struct cache *c, unsigned long keep)
 		pthread_mutex_unlock(&c->pool_lock);
 		if (!s)
 			return n;
-		/* Its pages go back; the next use faults in zeroes. */
-		madvise(s->base, c->seg_size, MADV_DONTNEED);
+		/* Its pages go back; the next use faults in zeroes. A
+		 * file's pages are the file's: only punching a hole frees
+		 * them. */
+		madvise(s->base, c->seg_size,
+			c->file ? MADV_REMOVE : MADV_DONTNEED);
 		pthread_mutex_lock(&c->pool_lock);
 		s->next_free = c->released;
 		c->released = s;
@@ -344,7 +359,7 @@ char *cache__seg_alloc(struct cache *c, unsigned int thread, size_t n,
 	return s->base;
 }
 
-static struct item *large_alloc(struct cache *c, size_t size, uint32_t nbytes,
+struct item *cache__large_alloc(struct cache *c, size_t size, uint32_t nbytes,
 				struct cache_room *need)
 {
 	struct large_item *l;
@@ -390,7 +405,7 @@ struct item *cache__item_alloc(struct cache *c, unsigned int thread,
 	uint8_t layout = flags ? ITEM_HAS_FLAGS : 0;
 
 	*need = (struct cache_room){ 0, false };
-	it = large ? large_alloc(c, size, nbytes, need)
+	it = large ? cache__large_alloc(c, size, nbytes, need)
 		   : (struct item *)cache__seg_alloc(c, thread, round8(size),
 						     need);
 	if (!it)

@@ -119,6 +119,10 @@ static const struct opt options[] = {
 	OPTION("memory-limit", 'm', OPT_MIB, "MIB", "memory for items, MiB",
 	       RANGE(1, 1 << 30), .def = 64, AT(memory_limit),
 	       .stat = "maxbytes", BAD("memory limit", "not a number of MiB")),
+	OPTION("memory-file", 0, OPT_STRING, "PATH",
+	       "keep the items in PATH (tmpfs) and come back with them after "
+	       "a graceful stop (SIGTERM, SIGUSR1)",
+	       AT(memory_file), .stat = "memory_file"),
 	OPTION("conn-memory", 0, OPT_MIB, "MIB",
 	       "connection buffers, all together, MiB", RANGE(1, 1 << 30),
 	       .def_text = "1/8 of -m", .late = conn_memory_default,

@@ -29,8 +29,9 @@ struct config {
 	const char *unix_socket;
 	unsigned int unix_mask;
 	int threads;
-	uint64_t memory_limit; /* bytes */
-	uint64_t conn_memory;  /* bytes for connection buffers, all together */
+	uint64_t memory_limit;	 /* bytes */
+	const char *memory_file; /* the arena's file (warm restart), or NULL */
+	uint64_t conn_memory; /* bytes for connection buffers, all together */
 	int conn_limit;
 	bool reuseport; /* a listening socket per worker (SO_REUSEPORT) */
 	uint32_t max_item_size;

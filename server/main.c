@@ -2,8 +2,9 @@
  * rhkvd: start-up (options, listeners, privileges, workers), the accept
  * loop on the main thread (every listener, or with --reuseport only the
  * unix socket's: each worker then accepts on its own TCP sockets), and an
- * orderly shutdown on SIGTERM/SIGINT (which the shutdown command, with -A,
- * sends to the process).
+ * orderly shutdown on SIGTERM/SIGINT/SIGUSR1 (which the shutdown command,
+ * with -A, sends to the process), which seals --memory-file for the next
+ * start.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -182,6 +183,78 @@ static int listen_unix(struct server *srv, const char *path)
 	return 0;
 }
 
+/* The uid the server runs as once started (-u), which must own the
+ * memory file. */
+static unsigned int server_uid(const char *user)
+{
+	struct passwd *pw;
+
+	if (user && (getuid() == 0 || geteuid() == 0) && (pw = getpwnam(user)))
+		return (unsigned int)pw->pw_uid;
+	return (unsigned int)geteuid();
+}
+
+/* Says what the start found in the memory file. */
+static void log_restore(const struct server *srv)
+{
+	struct cache_restore r;
+
+	cache_get_restore(srv->cache, &r);
+	if (r.slow_fs)
+		log_warn("memory file %s is not on tmpfs: every write to the "
+			 "cache reaches its filesystem; use tmpfs (or a DAX "
+			 "file) for speed",
+			 srv->cfg.memory_file);
+	switch (r.how) {
+	case CACHE_RESTORE_NEW:
+		log_info("memory file %s: new, starting empty",
+			 srv->cfg.memory_file);
+		break;
+	case CACHE_RESTORE_EMPTY:
+		log_warn("memory file %s not restored, starting empty: %s",
+			 srv->cfg.memory_file, r.why);
+		break;
+	case CACHE_RESTORE_RESTORED:
+		log_info("memory file %s: restored %lu items (%lu large) from "
+			 "%lu segments in %.3f s after %lld s down; skipped "
+			 "%lu expired, %lu corrupt segments, %lu corrupt "
+			 "large items",
+			 srv->cfg.memory_file, r.items, r.large_items,
+			 r.segments, r.seconds, (long long)r.down_seconds,
+			 r.expired, r.corrupt_segments, r.corrupt_large);
+		break;
+	case CACHE_RESTORE_NONE:
+		break;
+	}
+}
+
+/* The cache, on anonymous memory or in --memory-file: 0, or an exit
+ * code (64 when the file is refused: its mode, its owner). */
+static int create_cache(struct server *srv)
+{
+	char err[300];
+	bool refused = false;
+
+	if (!srv->cfg.memory_file) {
+		srv->cache = cache_create((unsigned int)srv->cfg.threads,
+					  srv->cfg.memory_limit);
+		return 0;
+	}
+	srv->cache = cache_create_file(
+		(unsigned int)srv->cfg.threads, srv->cfg.memory_limit,
+		&(struct cache_file_config){ .path = srv->cfg.memory_file,
+					     .owner = server_uid(srv->cfg.user),
+					     .item_max =
+						     srv->cfg.max_item_size },
+		err, sizeof(err), &refused);
+	if (!srv->cache) {
+		log_error("%s", err);
+		return refused ? CONFIG_EXIT_USAGE : EXIT_OS_ERROR;
+	}
+	log_restore(srv);
+	return 0;
+}
+
 static int drop_privileges(const char *user)
 {
 	struct passwd *pw;
@@ -257,9 +330,12 @@ static int start(struct server *srv)
 	srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
 	srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
 	srv->sighup = evsignal_new(srv->base, SIGHUP, on_sighup, srv);
-	if (!srv->sigterm || !srv->sigint || !srv->sighup ||
+	/* memcached's signal for a stop that keeps the cache (-e). */
+	srv->sigusr1 = evsignal_new(srv->base, SIGUSR1, on_signal, srv);
+	if (!srv->sigterm || !srv->sigint || !srv->sighup || !srv->sigusr1 ||
 	    event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL) ||
-	    event_add(srv->sighup, NULL) || workers_start(srv)) {
+	    event_add(srv->sighup, NULL) || event_add(srv->sigusr1, NULL) ||
+	    workers_start(srv)) {
 		log_error("cannot start: out of resources");
 		return EXIT_OS_ERROR;
 	}
@@ -294,6 +370,8 @@ static void stop(struct server *srv)
 		event_free(srv->sigint);
 	if (srv->sighup)
 		event_free(srv->sighup);
+	if (srv->sigusr1)
+		event_free(srv->sigusr1);
 }
 
 int main(int argc, char **argv)
@@ -317,8 +395,9 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&srv.stats_lock, NULL);
 	watch_hub_init(&srv.watch);
 	srv.started = cache_now();
-	srv.cache = cache_create((unsigned int)srv.cfg.threads,
-				 srv.cfg.memory_limit);
+	rc = create_cache(&srv);
+	if (rc)
+		return rc;
 	if (srv.cache) {
 		cache_set_evict_hook(srv.cache, watch_evict, &srv.watch);
 		if (!cache_set_max_prefix_flushes(
@@ -331,14 +410,27 @@ int main(int argc, char **argv)
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");
+		if (srv.cache)
+			cache_destroy(srv.cache);
 		return EXIT_OS_ERROR;
 	}
 	/* The files are read before privileges are dropped; a reload reads
 	 * them as the user -u names. */
 	if (srv.cfg.tls_port && !(srv.tls = tls_create(&srv.cfg)))
-		return CONFIG_EXIT_USAGE;
-	rc = start(&srv);
+		rc = CONFIG_EXIT_USAGE;
+	else
+		rc = start(&srv);
 	stop(&srv);
+	/* Every worker has stopped: nothing writes any more. */
+	if (srv.cfg.memory_file) {
+		if (cache_seal(srv.cache))
+			log_error(
+				"memory file %s could not be sealed: the next "
+				"start will be empty",
+				srv.cfg.memory_file);
+		else
+			log_info("memory file %s sealed", srv.cfg.memory_file);
+	}
 	cache_destroy(srv.cache);
 	tls_destroy(srv.tls);
 	event_base_free(srv.base);

@@ -102,6 +102,7 @@ struct server {
 	struct watch_hub watch; /* `watch` connections */
 	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
 	struct event *sighup;	/* reloads the TLS certificate */
+	struct event *sigusr1;	/* stops, as SIGTERM (memcached's for -e) */
 };
 
 /* `stats detail` counting, when on (one relaxed load when off). */
