@@ -171,6 +171,37 @@ static const char help_sweep_checked[] = "Items the expiry sweep looked at";
 static const char help_chunks[] = "Items: one chunk each";
 static const char help_none_free[] = "Allocated and unused: none (0)";
 
+/* What the start found in --memory-file (warm restart). */
+static void put_restore(const struct stats_sink *k, struct server *srv)
+{
+	static const char *const how[] = {
+		[CACHE_RESTORE_NONE] = "none",
+		[CACHE_RESTORE_NEW] = "new",
+		[CACHE_RESTORE_RESTORED] = "restored",
+		[CACHE_RESTORE_EMPTY] = "empty",
+	};
+	struct cache_restore r;
+
+	cache_get_restore(srv->cache, &r);
+	stats__put_text(k, "restore",
+			"What the start found in --memory-file: none (no "
+			"file), new, restored, or empty (not restored; the "
+			"log says why)",
+			how[r.how]);
+	stats__put_u(k, STATS_GAUGE, "restore_items",
+		     "Items restored from --memory-file at the start", r.items);
+	stats__put_u(k, STATS_GAUGE, "restore_skipped_items",
+		     "Items of --memory-file not restored: expired while "
+		     "down, or large items whose checksum failed",
+		     r.expired + r.duplicates + r.corrupt_large);
+	stats__put_u(k, STATS_GAUGE, "restore_skipped_segments",
+		     "Segments of --memory-file not restored: their checksum "
+		     "failed",
+		     r.corrupt_segments);
+	put_real(k, "restore_seconds",
+		 "Seconds the restore from --memory-file took", r.seconds);
+}
+
 void server_stats_each(struct server *srv, const struct stats_sink *k)
 {
 	uint64_t watchers, sent, skipped;
@@ -300,6 +331,7 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 		     "Items taken out of the cache because a prefix flush "
 		     "covered them",
 		     cs.prefix_reclaimed);
+	put_restore(k, srv);
 	stats__put_u(k, STATS_GAUGE, "hash_buckets",
 		     "Buckets of the hash table", cs.table.size);
 	stats__put_u(k, STATS_GAUGE, "hash_is_expanding",
