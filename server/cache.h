@@ -117,6 +117,7 @@
 #define ITEM_CAS_CHOSEN 32u /* the client chose its cas (meta E) */
 
 #define ITEM_HAS_FLAGS 64u /* 4 bytes of client flags lead the data */
+/* 128 is the memory file's own (cache_file.c): dead when sealed. */
 
 /*
  * 28 bytes of header, then the data. Offsets:

@@ -79,6 +79,9 @@ struct cache_file {
 	char *map; /* header, records, arena */
 	size_t map_bytes;
 	uint64_t records_off, arena_off;
+	/* The layout's: -m at the start (cache_memlimit may change the
+	 * limit later, not the file's segments) and -I. */
+	uint64_t limit;
 	uint32_t item_max;
 	struct cache_restore restore;
 };
@@ -131,7 +134,7 @@ static void header_fill(struct cache *c, struct file_header *h)
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, FILE_MAGIC, sizeof(h->magic));
 	h->version = FILE_VERSION;
-	h->limit = cache__limit(c);
+	h->limit = c->file->limit;
 	h->seg_size = c->seg_size;
 	h->nsegs = c->nsegs;
 	h->item_max = c->file->item_max;
@@ -511,6 +514,7 @@ int cache__file_open(struct cache *c, const struct cache_file_config *fc,
 		return refuse(err, cap, fc->path, "out of memory");
 	f->fd = -1;
 	f->item_max = fc->item_max;
+	f->limit = cache__limit(c);
 	c->file = f;
 	if (open_file(fc, err, cap, refused, &f->fd))
 		return -1;
