@@ -69,8 +69,7 @@ static void finish(void)
 /* Sends req's bytes and empties it. */
 static void send_req(struct hconn *conn)
 {
-	cr_assert_eq(hc_send(conn, req.p, req.len), 0, "send: errno %d",
-		     errno);
+	cr_assert_eq(hc_send(conn, req.p, req.len), 0, "send: errno %d", errno);
 	req.len = 0;
 }
 
@@ -162,10 +161,10 @@ static void wait_retired(void)
 Test(flush_prefix, every_command_misses)
 {
 	static const char *const names[] = {
-		"user:get",    "user:gets",    "user:gat",    "user:add",
-		"user:repl",   "user:incr",    "user:decr",   "user:app",
-		"user:prep",   "user:cas",     "user:touch",  "user:del",
-		"user:mg",     "user:ma",      "user:md",     "user:"
+		"user:get",  "user:gets", "user:gat",	"user:add",
+		"user:repl", "user:incr", "user:decr",	"user:app",
+		"user:prep", "user:cas",  "user:touch", "user:del",
+		"user:mg",   "user:ma",	  "user:md",	"user:"
 	};
 	struct hvalue v;
 	unsigned long long cas;
@@ -376,8 +375,7 @@ Test(flush_prefix, later_items_kept)
 	get_is("p:new", "2");
 	get_is_on(c2, "p:old", NULL);
 
-	RT(c,
-	   "set p:x 0 0 1\r\nx\r\nflush_prefix p:\r\nset p:y 0 0 1\r\ny\r\n",
+	RT(c, "set p:x 0 0 1\r\nx\r\nflush_prefix p:\r\nset p:y 0 0 1\r\ny\r\n",
 	   "STORED\r\nOK\r\nSTORED\r\n");
 	get_is("p:x", NULL);
 	get_is("p:y", "y");
@@ -513,7 +511,8 @@ Test(flush_prefix, disable_flush_all)
 
 	start(extra);
 	set_kv("f:1", "1");
-	RT(c, "flush_prefix f:\r\n", "CLIENT_ERROR flush_prefix not allowed\r\n");
+	RT(c, "flush_prefix f:\r\n",
+	   "CLIENT_ERROR flush_prefix not allowed\r\n");
 	RT(c, "mf f:\r\n", "CLIENT_ERROR flush_prefix not allowed\r\n");
 	RT(c, "mf f: q\r\n", "CLIENT_ERROR flush_prefix not allowed\r\n");
 	get_is("f:1", "1");
@@ -600,11 +599,10 @@ Test(flush_prefix, pending_bound)
  * retirement. */
 Test(flush_prefix, stats_counters)
 {
-	static const char *const names[] = { "cmd_flush_prefix",
-					     "prefix_tombstones",
-					     "prefix_reclaimed",
-					     "prefix_tombstones_retired",
-					     "prefix_flushes_refused" };
+	static const char *const names[] = {
+		"cmd_flush_prefix", "prefix_tombstones", "prefix_reclaimed",
+		"prefix_tombstones_retired", "prefix_flushes_refused"
+	};
 
 	start(NULL);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -715,9 +713,9 @@ Test(flush_prefix, model_check)
 {
 	static const char *const groups[] = { "m:a:1:", "m:a:", "m:b:", "m:",
 					      "n:" };
-	static const char *const prefixes[] = { "m",	  "m:",	  "m:a",
-						"m:a:",	  "m:a:1",  "m:a:1:1",
-						"m:b",	  "n",	    "n:3",
+	static const char *const prefixes[] = { "m",	  "m:",	   "m:a",
+						"m:a:",	  "m:a:1", "m:a:1:1",
+						"m:b",	  "n",	   "n:3",
 						"m:a:1:", "m:b:1" };
 	static char keys[M_KEYS][16];
 	static char model[M_KEYS][16];
