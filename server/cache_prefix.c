@@ -135,6 +135,9 @@ static struct tomb_set *set_build(struct cache *c, bool *ok)
 		*ok = false;
 		return NULL;
 	}
+	/* cache__prefix_destroy frees the published set as a garbage list
+	 * of one: malloc's bytes here would be followed as a next pointer. */
+	s->next_free = NULL;
 	s->n = n;
 	s->min_len = CACHE_PREFIX_MAX;
 	memset(s->first, 0, sizeof(s->first));
