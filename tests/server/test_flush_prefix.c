@@ -631,6 +631,63 @@ Test(flush_prefix, pending_bound)
 	finish();
 }
 
+/*
+ * A tombstone retires only after a whole sweep pass that began after it:
+ * the pass under way when it came has already passed some of what it
+ * covers. Made deterministic by pausing the sweep in the middle of a pass
+ * (crawler_items_checked grew, lru_crawler_starts did not), flushing, and
+ * resuming: once the tombstone retired, none of the covered items may be
+ * left in the table.
+ */
+Test(flush_prefix, retire_after_whole_pass)
+{
+	static const char *const extra[] = { "-m", "256", NULL };
+	enum { N = 200000, BATCH = 2000 };
+	unsigned long long starts, checked, tries = 0;
+	bool mid_pass = false;
+
+	start(extra);
+	for (int i = 0; i < N; i += BATCH) {
+		for (int j = i; j < i + BATCH; j++)
+			hbuf_printf(&req, "set big:%d 0 0 1 noreply\r\nv\r\n",
+				    j);
+		send_req(c);
+	}
+	set_kv("small", "v");
+	cr_assert_eq(stat_of("curr_items"), N + 1);
+
+	/* A pass takes many maintenance ticks at this size; a pass that
+	 * ended before the pause is tried again. */
+	while (!mid_pass && tries++ < 5) {
+		long long end = h_now_ms() + RETIRE_MS;
+
+		starts = stat_of("lru_crawler_starts");
+		checked = stat_of("crawler_items_checked");
+		RT(c, "lru_crawler crawl all\r\n", "OK\r\n");
+		while (stat_of("crawler_items_checked") == checked &&
+		       h_now_ms() < end)
+			h_sleep_ms(1);
+		pause_sweep();
+		mid_pass = stat_of("lru_crawler_starts") == starts;
+		if (!mid_pass)
+			RT(c, "lru_crawler enable\r\n", "OK\r\n");
+	}
+	cr_assert(mid_pass, "every pass ended before the sweep paused");
+	flush_ok("big:");
+	set_kv("big:later", "v");
+	/* paused: the maintenance thread arms the tombstone meanwhile */
+	h_sleep_ms(300);
+	cr_assert_eq(stat_of("prefix_tombstones"), 1);
+	RT(c, "lru_crawler enable\r\n", "OK\r\n");
+	wait_retired();
+	cr_assert_eq(stat_of("curr_items"), 2);
+	cr_assert_eq(stat_of("prefix_reclaimed"), N);
+	get_is("big:0", NULL);
+	get_is("big:later", "v");
+	get_is("small", "v");
+	finish();
+}
+
 /* The counters from a fresh server through one flush and its
  * retirement. */
 Test(flush_prefix, stats_counters)
