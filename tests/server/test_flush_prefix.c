@@ -29,6 +29,14 @@ static struct hconn *c, *c2;
 static struct hbuf req;
 static rhkv *rc_plain, *rc_ns;
 
+/* Closes the connections and stops the server: its wait status. */
+static int stop_server(void)
+{
+	hc_close(&c);
+	hc_close(&c2);
+	return srv_stop(&srv);
+}
+
 static void teardown(void)
 {
 	int status;
@@ -39,9 +47,7 @@ static void teardown(void)
 	rc_plain = rc_ns = NULL;
 	if (!srv.pid)
 		return;
-	hc_close(&c);
-	hc_close(&c2);
-	status = srv_stop(&srv);
+	status = stop_server();
 	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
 }
 
@@ -58,11 +64,8 @@ static void start(const char *const *extra)
  * failed expectation in .fini does not fail the test. */
 static void finish(void)
 {
-	int status;
+	int status = stop_server();
 
-	hc_close(&c);
-	hc_close(&c2);
-	status = srv_stop(&srv);
 	cr_assert_eq(status, 0, "server wait status %#x after SIGTERM", status);
 }
 
@@ -481,30 +484,30 @@ Test(flush_prefix, noreply)
 /* mf and each of its flags. */
 Test(flush_prefix, meta_mf)
 {
+	/* each flushes m:, and then m:<i> is gone: "m:" is bTo= in base64,
+	 * k echoes the prefix as given, q answers nothing (mn shows it) */
+	static const struct {
+		const char *req, *rep;
+	} ok[] = {
+		{ "mf m:\r\n", "HD\r\n" },
+		{ "mf bTo= b\r\n", "HD\r\n" },
+		{ "mf m: k\r\n", "HD km:\r\n" },
+		{ "mf bTo= b k O77\r\n", "HD kbTo= b O77\r\n" },
+		{ "mf m: Oabc\r\n", "HD Oabc\r\n" },
+		{ "mf m: q\r\nmn\r\n", "MN\r\n" },
+	};
+
 	start(NULL);
-	set_kv("m:1", "1");
-	set_kv("m:2", "1");
 	set_kv("mm", "1");
-	RT(c, "mf m:\r\n", "HD\r\n");
-	get_is("m:1", NULL);
-	get_is("mm", "1");
+	for (size_t i = 0; i < N_OF(ok); i++) {
+		char key[16];
 
-	/* b: "m:" is bTo= in base64; k echoes the prefix as given */
-	set_kv("m:3", "1");
-	RT(c, "mf bTo= b\r\n", "HD\r\n");
-	get_is("m:3", NULL);
-	set_kv("m:4", "1");
-	RT(c, "mf m: k\r\n", "HD km:\r\n");
-	get_is("m:4", NULL);
-	RT(c, "mf bTo= b k O77\r\n", "HD kbTo= b O77\r\n");
-	set_kv("m:5", "1");
-	RT(c, "mf m: Oabc\r\n", "HD Oabc\r\n");
-	get_is("m:5", NULL);
-
-	/* q: no HD, but it did flush */
-	set_kv("m:6", "1");
-	RT(c, "mf m: q\r\nmn\r\n", "MN\r\n");
-	get_is("m:6", NULL);
+		snprintf(key, sizeof(key), "m:%zu", i);
+		set_kv(key, "1");
+		SEND_N(c, ok[i].req, strlen(ok[i].req));
+		expect_str(c, ok[i].rep);
+		get_is(key, NULL);
+	}
 	get_is("mm", "1");
 
 	/* errors, also in quiet mode; none of them flushed anything */
