@@ -135,8 +135,6 @@ static struct tomb_set *set_build(struct cache *c, bool *ok)
 		*ok = false;
 		return NULL;
 	}
-	/* cache__prefix_destroy frees the published set as a garbage list
-	 * of one: malloc's bytes here would be followed as a next pointer. */
 	s->next_free = NULL;
 	s->n = n;
 	s->min_len = CACHE_PREFIX_MAX;
@@ -245,8 +243,7 @@ static void free_garbage(struct tomb_set *s, struct tomb *t)
 
 void cache__prefix_destroy(struct cache *c)
 {
-	free_garbage(atomic_load_explicit(&c->tombs, memory_order_relaxed),
-		     NULL);
+	free(atomic_load_explicit(&c->tombs, memory_order_relaxed));
 	free_garbage(c->sets_garbage, c->tombs_garbage);
 	for (unsigned int i = 0; i < c->tomb_n; i++)
 		free(c->tomb_active[i]);
