@@ -249,6 +249,16 @@ expect_re stats-settings 0 '(^|'$'\n'')[a-z_]+: ' stats settings
 # ---- the unix socket ----
 expect unix-get 0 $'"v-other"\n' -h "$sock" get other
 
+# ---- flush_prefix (after the stats, which count the keys above) ----
+expect flush-prefix 0 $'OK\n' flush_prefix user:
+expect flush-prefix-raw 0 $'OK\n' --raw flush_prefix nothing:
+expect get-prefix-flushed 0 $'(nil)\n' get user:1
+expect get-prefix-kept 0 $'"v-item:1"\n' get item:1
+got=$(scan_sorted --raw scan)
+[ "$got" = $'item:1\nitem:2\nother' ] && ok ||
+	bad "scan after flush_prefix: $(printf %q "$got")"
+expect_err flush-prefix-long 1 '(error) BAD_KEY: ' flush_prefix "$(printf 'k%.0s' $(seq 251))"
+
 # ---- usage errors: 64, checked before connecting ----
 closed=$(free_port)
 expect_err unknown-cmd 64 "unknown command 'frobnicate'" frobnicate
@@ -262,6 +272,8 @@ expect_err incr-baddelta 64 'DELTA' incr k abc
 expect_err incr-negdelta 64 'DELTA' incr k -1
 expect_err cas-badcas 64 'CAS' cas k v x
 expect_err scan-badarg 64 'usage: scan' scan foo
+expect_err flush-prefix-noargs 64 'usage: flush_prefix PREFIX' flush_prefix
+expect_err flush-prefix-2args 64 'wrong number of arguments' flush_prefix a b
 expect_err usage-closed 64 'DELTA' -p "$closed" incr k x
 expect_err bad-port 64 "bad port" -p notaport ping
 expect_err bad-port-range 64 "bad port" -p 70000 ping

@@ -4,11 +4,11 @@
  * server of 10,000 keys, equal and unequal weights, port 11211 or not,
  * weighted and plain ketama); and a live cluster of three rhkvd nodes that
  * loses one (only its keys move) and gets it back; every single-key call
- * on its key's server; the iterator over servers (stats, flush_all); and
- * the rejoin modes against a node frozen with SIGSTOP and thawed: AT_ONCE
- * reads the value from before the outage (the documented risk), FLUSH
- * never does, QUIET keeps the key on its fallback until the node has been
- * quiet long enough.
+ * on its key's server; the iterator over servers (stats, flush_all, a
+ * prefix flush with one node dead); and the rejoin modes against a node
+ * frozen with SIGSTOP and thawed: AT_ONCE reads the value from before the
+ * outage (the documented risk), FLUSH never does, QUIET keeps the key on
+ * its fallback until the node has been quiet long enough.
  */
 #include <criterion/criterion.h>
 #include <libmemcached/memcached.h>
@@ -630,6 +630,72 @@ Test(cluster, every_server)
 	/* now known dead: skipped without a try */
 	cr_assert_eq(rhkv_cluster_flush_all(cl, 0, status), RHKV_ECONN);
 	cr_assert_eq(status[2], RHKV_ECONN);
+	rhkv_cluster_free(cl);
+}
+
+/*
+ * A prefix flush reaches every server, whichever holds the prefix's keys,
+ * and a dead one in the middle neither stops the others nor hides its
+ * failure: its status is a connection error, theirs 0, and the call's
+ * result an error. Each live node, asked directly, has lost the prefix's
+ * keys it held and kept the others.
+ */
+Test(cluster, flush_prefix_one_dead)
+{
+	enum { KEYS = 300, DEAD = 1 };
+	static int owner[KEYS];
+	int status[NODES], held[NODES] = { 0 };
+	rhkv_cluster *cl;
+	rhkv *direct[NODES] = { NULL };
+	int rc;
+
+	start_nodes();
+	cl = live_cluster(1000);
+	for (int k = 0; k < KEYS; k++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s:%d", k % 2 ? "fp" : "keep", k);
+		owner[k] = node_of(cl, key);
+		cr_assert_geq(owner[k], 0, "no node for %s", key);
+		held[owner[k]]++;
+		CL_OK(rhkv_cluster_set(cl, key, strlen(key), "v", 1, 0, 0,
+				       NULL));
+	}
+	for (int i = 0; i < NODES; i++)
+		cr_assert_gt(held[i], 0, "node %d holds no key", i);
+
+	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
+	cl_stop(pids[DEAD]);
+	pids[DEAD] = 0;
+	rc = rhkv_cluster_flush_prefix(cl, "fp:", 3, status);
+	cr_assert_neq(rc, 0, "a dead node, yet the flush succeeded");
+	cr_assert(status[DEAD] == RHKV_ECONN || status[DEAD] == RHKV_ETIMEDOUT,
+		  "dead node: %s", rhkv_strerror(status[DEAD]));
+	cr_assert_eq(rc, status[DEAD]);
+	for (int i = 0; i < NODES; i++) {
+		if (i == DEAD)
+			continue;
+		cr_assert_eq(status[i], 0, "node %d: %s", i,
+			     rhkv_strerror(status[i]));
+		direct[i] = cl_connect(ports[i], 1000);
+	}
+	for (int k = 0; k < KEYS; k++) {
+		rhkv *c = direct[owner[k]];
+		struct rhkv_value v;
+		char key[32];
+
+		if (owner[k] == DEAD)
+			continue;
+		snprintf(key, sizeof(key), "%s:%d", k % 2 ? "fp" : "keep", k);
+		if (k % 2) {
+			ERR(rhkv_get(c, key, strlen(key), &v), RHKV_ENOTFOUND);
+		} else {
+			OK(rhkv_get(c, key, strlen(key), &v));
+			rhkv_value_free(&v);
+		}
+	}
+	for (int i = 0; i < NODES; i++)
+		rhkv_close(direct[i]);
 	rhkv_cluster_free(cl);
 }
 
