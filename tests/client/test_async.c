@@ -31,8 +31,10 @@ static void teardown(void)
 	relay = NULL;
 	if (srv.pid)
 		kill(srv.pid, SIGCONT);
-	srv_stop(&srv);
-	srv_stop(&srv2);
+	if (srv.pid)
+		H_EXPECT_EXIT_OK(srv_stop(&srv), "rhkvd after SIGTERM");
+	if (srv2.pid)
+		H_EXPECT_EXIT_OK(srv_stop(&srv2), "rhkvd after SIGTERM");
 }
 
 TestSuite(async, .fini = teardown, .timeout = 120);

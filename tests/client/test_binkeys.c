@@ -45,7 +45,8 @@ static void teardown(void)
 {
 	rhkv_close(c);
 	c = NULL;
-	srv_stop(&srv);
+	if (srv.pid)
+		H_EXPECT_EXIT_OK(srv_stop(&srv), "rhkvd after SIGTERM");
 }
 
 TestSuite(binkeys, .init = setup, .fini = teardown, .timeout = 60);

@@ -242,7 +242,8 @@ static void live_fini(void)
 	for (int i = 0; i < NODES; i++) {
 		if (pids[i] > 0) {
 			kill(pids[i], SIGCONT); /* a stopped one cannot exit */
-			cl_stop(pids[i]);
+			H_EXPECT_EXIT_OK(cl_stop(pids[i]),
+					 "rhkvd after SIGTERM");
 		}
 		pids[i] = 0;
 	}
@@ -351,7 +352,7 @@ Test(cluster, live_failover)
 
 	/* node 1 dies; the first call on it notices (its connection is
 	 * lost: the call fails, and is not repeated elsewhere) */
-	cl_stop(pids[dead]);
+	H_EXPECT_EXIT_OK(cl_stop(pids[dead]), "rhkvd after SIGTERM");
 	pids[dead] = 0;
 	for (int k = 0; k < LIVE_KEYS; k++) {
 		struct rhkv_value v;
@@ -452,7 +453,7 @@ Test(cluster, unreachable_server_skipped)
 	}
 	cr_expect_eq(curr_items(ports[0]), 200);
 	/* with a retry of 0 and every server down, pick gives up */
-	cl_stop(pids[0]);
+	H_EXPECT_EXIT_OK(cl_stop(pids[0]), "rhkvd after SIGTERM");
 	pids[0] = 0;
 	cr_assert_eq(rhkv_cluster_set_retry(cl, 0), 0);
 	for (int k = 0; k < 10; k++) {
@@ -620,7 +621,7 @@ Test(cluster, every_server)
 	}
 
 	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
-	cl_stop(pids[2]);
+	H_EXPECT_EXIT_OK(cl_stop(pids[2]), "rhkvd after SIGTERM");
 	pids[2] = 0;
 	cr_assert_neq(rhkv_cluster_flush_all(cl, 0, status), 0);
 	cr_assert_eq(status[0], 0);
@@ -665,7 +666,7 @@ Test(cluster, flush_prefix_one_dead)
 		cr_assert_gt(held[i], 0, "node %d holds no key", i);
 
 	cr_assert_eq(rhkv_cluster_set_retry(cl, 60000), 0);
-	cl_stop(pids[DEAD]);
+	H_EXPECT_EXIT_OK(cl_stop(pids[DEAD]), "rhkvd after SIGTERM");
 	pids[DEAD] = 0;
 	rc = rhkv_cluster_flush_prefix(cl, "fp:", 3, status);
 	cr_assert_neq(rc, 0, "a dead node, yet the flush succeeded");
@@ -860,7 +861,7 @@ Test(cluster, mget_parallel_one_killed_one_paused)
 		rhkv_value_free(&out[i]);
 	}
 
-	cl_stop(pids[0]);
+	H_EXPECT_EXIT_OK(cl_stop(pids[0]), "rhkvd after SIGTERM");
 	pids[0] = 0;
 	freeze(1);
 	t0 = h_now_ms();

@@ -24,8 +24,10 @@ static void teardown(void)
 {
 	rhkv_close(c);
 	c = NULL;
-	srv_stop(&srv);
-	cl_stop(pid);
+	if (srv.pid)
+		H_EXPECT_EXIT_OK(srv_stop(&srv), "rhkvd after SIGTERM");
+	if (pid > 0)
+		H_EXPECT_EXIT_OK(cl_stop(pid), "rhkvd after SIGTERM");
 	pid = 0;
 	if (lfd >= 0)
 		close(lfd);
@@ -81,7 +83,7 @@ Test(conn, lost_server)
 	cr_assert_eq(srv_start(&srv, NULL), 0);
 	c = cl_connect(srv.port, 2000);
 	cr_assert_eq(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL), 0);
-	srv_stop(&srv);
+	H_EXPECT_EXIT_OK(srv_stop(&srv), "rhkvd after SIGTERM");
 	rc = rhkv_get(c, "k", 1, &v);
 	cr_assert_eq(rc, RHKV_ECONN, "%s (%s)", rhkv_strerror(rc),
 		     rhkv_errstr(c));
@@ -102,7 +104,7 @@ Test(conn, reconnects_after_restart)
 	cr_assert_gt(pid, 0, "rhkvd did not start on port %d", port);
 	c = cl_connect(port, 2000);
 	cr_assert_eq(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL), 0);
-	cl_stop(pid);
+	H_EXPECT_EXIT_OK(cl_stop(pid), "rhkvd after SIGTERM");
 	pid = 0;
 	rc = rhkv_get(c, "k", 1, &v);
 	cr_assert_eq(rc, RHKV_ECONN, "%s (%s)", rhkv_strerror(rc),

@@ -16,9 +16,12 @@ static struct srv srv, srv2, srv3;
 
 static void teardown(void)
 {
-	srv_stop(&srv);
-	srv_stop(&srv2);
-	srv_stop(&srv3);
+	struct srv *all[] = { &srv, &srv2, &srv3 };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i]->pid)
+			H_EXPECT_EXIT_OK(srv_stop(all[i]),
+					 "rhkvd after SIGTERM");
 }
 
 TestSuite(example, .fini = teardown, .timeout = 30);

@@ -20,7 +20,7 @@ static int port;
 static void pool_fini(void)
 {
 	if (pid > 0)
-		cl_stop(pid);
+		H_EXPECT_EXIT_OK(cl_stop(pid), "rhkvd after SIGTERM");
 	pid = 0;
 }
 
@@ -204,7 +204,7 @@ Test(pool, after_errors)
 
 	/* the server goes and comes back: the call fails, the handle is put
 	 * back, and its next call connects again */
-	cl_stop(pid);
+	H_EXPECT_EXIT_OK(cl_stop(pid), "rhkvd after SIGTERM");
 	pid = cl_start_on(port, NULL);
 	cr_assert_gt(pid, 0);
 	cr_assert_eq(rhkv_pool_get(p, 0, &c), 0);

@@ -71,7 +71,9 @@ static void teardown(void)
 	rhkv_close(c);
 	c = NULL;
 	for (int i = 0; i < 2; i++) {
-		cl_stop(pids[i]);
+		if (pids[i] > 0)
+			H_EXPECT_EXIT_OK(cl_stop(pids[i]),
+					 "rhkvd after SIGTERM");
 		pids[i] = 0;
 	}
 	if (lfd >= 0)

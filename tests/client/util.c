@@ -80,20 +80,22 @@ pid_t cl_start_on(int port, const char *const *extra)
 	return -1;
 }
 
-void cl_stop(pid_t pid)
+int cl_stop(pid_t pid)
 {
-	int st;
+	int st = -1;
 
 	if (pid <= 0)
-		return;
+		return -1;
 	kill(pid, SIGTERM);
 	for (int i = 0; i < 500; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
-			return;
+			return st;
 		h_sleep_ms(10);
 	}
+	fprintf(stderr, "cl_stop: pid %d ignored SIGTERM\n", (int)pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
+	return st;
 }
 
 rhkv *cl_connect(int port, int io_timeout_ms)

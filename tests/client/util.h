@@ -16,8 +16,9 @@ int cl_free_port(void);
 /* Starts rhkvd (RHKV_TEST_SERVER) on 127.0.0.1:port and waits until it
  * answers; its pid, or -1. */
 pid_t cl_start_on(int port, const char *const *extra);
-/* SIGTERM, then SIGKILL after 5 s; reaps it. */
-void cl_stop(pid_t pid);
+/* SIGTERM, then SIGKILL after 5 s; reaps it. Returns its wait status (0:
+ * exited with status 0), or -1 for no pid. */
+int cl_stop(pid_t pid);
 /* A handle on 127.0.0.1:port with io_timeout_ms; asserts it connected. */
 rhkv *cl_connect(int port, int io_timeout_ms);
 /* The general statistic name of the rhkvd on port (text protocol), or -1

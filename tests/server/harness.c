@@ -439,6 +439,22 @@ int srv_stop(struct srv *s)
 	return status;
 }
 
+char *h_wait_status(char *dst, size_t cap, int status)
+{
+	if (status == -1)
+		snprintf(dst, cap, "was not running");
+	else if (WIFEXITED(status))
+		snprintf(dst, cap, "exited with status %d",
+			 WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(dst, cap, "killed by signal %d (%s)%s",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)),
+			 WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(dst, cap, "wait status %#x", (unsigned)status);
+	return dst;
+}
+
 struct hconn *hc_open(int port)
 {
 	int tls_port = tls_port_of(port);

@@ -72,6 +72,10 @@ int srv_start(struct srv *s, const char *const *extra);
  */
 int srv_stop(struct srv *s);
 
+/* Writes what wait status STATUS (srv_stop's) says into DST: "exited with
+ * status 66", "killed by signal 6 (Aborted)", "was not running" (-1). */
+char *h_wait_status(char *dst, size_t cap, int status);
+
 /* A client connection with its own read buffer. */
 struct hconn {
 	int fd;
@@ -236,6 +240,27 @@ void h_sleep_ms(long ms);
 			     "the server did not start");                    \
 		*(conn) = hc_open((s)->port);                                \
 		cr_assert_not_null(*(conn), "connect: errno %d", errno);     \
+	} while (0)
+/*
+ * Expects the wait status STATUS of a server that was told to stop
+ * (srv_stop, cl_stop) to be a clean exit, 0; WHAT names that server in the
+ * message. Works in .fini too, where a failed expectation alone does not
+ * count: criterion 2.4.1 has already counted the test as passed. Its runner
+ * does exit non-zero when a worker logged an error, whatever the phase, so
+ * this logs one as well: a server that crashed at shutdown, or exited
+ * non-zero because ASan or TSan reported, fails the run.
+ */
+#define H_EXPECT_EXIT_OK(status, what)                                     \
+	do {                                                               \
+		int st_ = (status);                                        \
+		char w_[96];                                               \
+		if (st_ != 0)                                              \
+			cr_log_error("%s::%s: %s: %s",                     \
+				     criterion_current_suite->name,        \
+				     criterion_current_test->name, (what), \
+				     h_wait_status(w_, sizeof(w_), st_));  \
+		cr_expect_eq(st_, 0, "%s: %s", (what),                     \
+			     h_wait_status(w_, sizeof(w_), st_));          \
 	} while (0)
 #define SYNC(c, s)                                                 \
 	do {                                                       \

@@ -83,7 +83,7 @@ static void teardown(void)
 	hc_close(&bin);
 	hc_close(&txt);
 	status = srv_stop(&srv);
-	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
+	H_EXPECT_EXIT_OK(status, "the server after SIGTERM");
 }
 
 TestSuite(binkeys, .init = setup, .fini = teardown, .timeout = 120);

@@ -32,7 +32,7 @@ static void teardown(void)
 		return;
 	hc_close(&c);
 	status = srv_stop(&srv);
-	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
+	H_EXPECT_EXIT_OK(status, "the server after SIGTERM");
 }
 
 TestSuite(observability, .fini = teardown, .timeout = 60);

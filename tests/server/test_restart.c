@@ -56,7 +56,7 @@ static void teardown(void)
 	hc_close(&c);
 	reap(&pid2);
 	if (srv.pid)
-		srv_stop(&srv);
+		H_EXPECT_EXIT_OK(srv_stop(&srv), "the server after SIGTERM");
 }
 
 TestSuite(restart, .fini = teardown, .timeout = 100);

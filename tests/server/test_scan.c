@@ -45,7 +45,7 @@ static void teardown(void)
 	hc_close(&c);
 	hbuf_free(&breq);
 	status = srv_stop(&srv);
-	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
+	H_EXPECT_EXIT_OK(status, "the server after SIGTERM");
 }
 
 /* One timeout for every test of a runner: criterion 2.4.1 leaks (LSan)
