@@ -38,15 +38,17 @@ node_pids=()
 node_ports=()
 proxy_pid=
 
-# stop PID: SIGTERM, SIGKILL after 3 s, reaped.
+# stop PID: SIGTERM, SIGKILL after 5 s, reaped; sets $status to its exit
+# status.
 stop() {
 	kill -TERM "$1" 2>/dev/null || true
-	for _ in $(seq 30); do
+	for _ in $(seq 50); do
 		kill -0 "$1" 2>/dev/null || break
 		sleep 0.1
 	done
 	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
+	status=0
+	wait "$1" 2>/dev/null || status=$?
 }
 cleanup() {
 	if [ -n "$proxy_pid" ]; then stop "$proxy_pid"; fi
@@ -533,5 +535,15 @@ if dead.get("server_ejected_at"):
 if pool["server_ejects"] < 1:
     sys.exit("FAIL: nutcracker counted no ejection")
 EOF
+# The nodes left must exit 0 on SIGTERM: a crash at shutdown, or a
+# sanitizer's report (a TSan or ASan rhkvd), makes them exit otherwise.
+for i in "${!node_pids[@]}"; do
+	stop "${node_pids[$i]}"
+	if [ "$status" -ne 0 ]; then
+		echo "FAIL: node ${node_pids[$i]} exit status $status after SIGTERM"
+		exit 1
+	fi
+	unset 'node_pids[i]'
+done
 keep_log=0
 echo "PASS"
