@@ -2,7 +2,8 @@
  * The `stats` groups: memcached's general statistics (summed over worker
  * threads, minus the last `stats reset`), `stats settings`, `items`,
  * `slabs`, `sizes`, `table`, `memory` and `latency` (`conns` and
- * `cachedump` are in stats_dump.c, `detail` in stats_detail.c). Every group emits entries into a
+ * `cachedump` are in stats_dump.c, `detail` in stats_detail.c, `hotkeys`
+ * in stats_hotkeys.c). Every group emits entries into a
  * stats_sink (stats.h): the text lines and the binary protocol's map are
  * sinks here, the Prometheus endpoint's (general stats only) is metrics.c's.
  */
@@ -119,7 +120,7 @@ void stats__put_text(const struct stats_sink *k, const char *name,
 	k->emit(k->arg, &e);
 }
 
-static void put_real(const struct stats_sink *k, const char *name,
+void stats__put_real(const struct stats_sink *k, const char *name,
 		     const char *help, double v)
 {
 	const struct stats_entry e = {
@@ -648,16 +649,18 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 		if (!n)
 			continue;
 		snprintf(name, sizeof(name), "%s:mean_us", cls);
-		put_real(k, name,
-			 "Mean service time in microseconds of the class's "
-			 "commands",
-			 (double)lat[c].sum_ns / (double)n / 1e3);
+		stats__put_real(
+			k, name,
+			"Mean service time in microseconds of the class's "
+			"commands",
+			(double)lat[c].sum_ns / (double)n / 1e3);
 		for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 			snprintf(name, sizeof(name), "%s:%s_us", cls,
 				 pct[i].name);
-			put_real(k, name, pct[i].help,
-				 (double)latency_percentile(&lat[c], pct[i].p) /
-					 1e3);
+			stats__put_real(
+				k, name, pct[i].help,
+				(double)latency_percentile(&lat[c], pct[i].p) /
+					1e3);
 		}
 	}
 }
@@ -680,7 +683,8 @@ bool stats_emit(struct server *srv, const struct stats_query *q,
 		       { "cachedump", NULL, stats__cachedump },
 		       { "table", stats_table, NULL },
 		       { "memory", stats_memory, NULL },
-		       { "latency", stats_latency, NULL } };
+		       { "latency", stats_latency, NULL },
+		       { "hotkeys", NULL, stats__hotkeys } };
 
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
 		if (strlen(groups[i].name) == q->n &&
