@@ -57,8 +57,9 @@ struct worker {
 	/* Written by this thread on every request: its own cache lines, so
 	 * that neighbours' reads of the fields above never share them. */
 	_Alignas(64) struct thread_stats stats;
-	struct latency_hist *lat;  /* [LAT_NCLASSES], written by this thread */
-	struct hotkeys_worker hot; /* `stats hotkeys`: this thread's samples */
+	struct latency_hist *lat; /* [LAT_NCLASSES], written by this thread */
+	/* `stats hotkeys`: this thread's samples (hotkeys.h). */
+	struct hotkeys_worker hot;
 } __attribute__((aligned(64)));
 
 struct server {
@@ -101,10 +102,12 @@ struct server {
 	/* `stats detail`: counting on, and the counts (stats_detail.c). */
 	_Atomic bool detail_on;
 	struct stats_detail *_Atomic detail;
-	struct watch_hub watch;	       /* `watch` connections */
-	struct hotkeys_params hotkeys; /* set before the workers start */
-	struct tls *tls;      /* --tls-port: the TLS context; NULL: none */
-	struct event *sighup; /* reloads the TLS certificate */
+	struct watch_hub watch; /* `watch` connections */
+	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
+	struct event *sighup;	/* reloads the TLS certificate */
+	/* `stats hotkeys`: what every worker's tracker shares, set before
+	 * the workers start. */
+	struct hotkeys_params hotkeys;
 };
 
 /* `stats detail` counting, when on (one relaxed load when off). */
