@@ -33,7 +33,12 @@
 
 const char *const hotkeys_class_name[HOTKEYS_NCLASSES] = { "read", "write" };
 
-/* ---- the sketch ---- */
+/* ---- the sketch ----
+ *
+ * What a sample touches is kept small and apart from the keys, so that it
+ * stays in cache: the heap (count and counter, 16 bytes each), each
+ * counter's heap position and hash, and the index; a counter's key is
+ * read only to confirm a match and written only when it is replaced. */
 
 int hk_sketch_init(struct hk_sketch *s, uint32_t k,
 		   const struct siphash_key *seed)
@@ -48,8 +53,10 @@ int hk_sketch_init(struct hk_sketch *s, uint32_t k,
 		s->nslots <<= 1;
 	s->c = malloc(k * sizeof(*s->c));
 	s->heap = malloc(k * sizeof(*s->heap));
+	s->pos = malloc(k * sizeof(*s->pos));
+	s->hash = malloc(k * sizeof(*s->hash));
 	s->slot = calloc(s->nslots, sizeof(*s->slot));
-	if (!s->c || !s->heap || !s->slot) {
+	if (!s->c || !s->heap || !s->pos || !s->hash || !s->slot) {
 		hk_sketch_free(s);
 		return -ENOMEM;
 	}
@@ -60,9 +67,13 @@ void hk_sketch_free(struct hk_sketch *s)
 {
 	free(s->c);
 	free(s->heap);
+	free(s->pos);
+	free(s->hash);
 	free(s->slot);
 	s->c = NULL;
-	s->heap = s->slot = NULL;
+	s->heap = NULL;
+	s->pos = s->slot = NULL;
+	s->hash = NULL;
 	s->n = 0;
 }
 
@@ -76,47 +87,44 @@ void hk_sketch_clear(struct hk_sketch *s)
 
 uint64_t hk_sketch_min(const struct hk_sketch *s)
 {
-	return s->n < s->k ? 0 : s->c[s->heap[0]].count;
+	return s->n < s->k ? 0 : s->heap[0].count;
 }
 
-static void heap_set(struct hk_sketch *s, uint32_t pos, uint16_t ci)
+static void heap_set(struct hk_sketch *s, uint32_t pos, struct hk_heap e)
 {
-	s->heap[pos] = ci;
-	s->c[ci].pos = (uint16_t)pos;
+	s->heap[pos] = e;
+	s->pos[e.ci] = (uint16_t)pos;
 }
 
 /* Counts only grow: a counter moves down the min-heap. */
 static void sift_down(struct hk_sketch *s, uint32_t pos)
 {
-	uint16_t ci = s->heap[pos];
-	uint64_t v = s->c[ci].count;
+	struct hk_heap e = s->heap[pos];
 
 	for (;;) {
 		uint32_t l = 2 * pos + 1, m = l;
 
 		if (l >= s->n)
 			break;
-		if (l + 1 < s->n &&
-		    s->c[s->heap[l + 1]].count < s->c[s->heap[l]].count)
+		if (l + 1 < s->n && s->heap[l + 1].count < s->heap[l].count)
 			m = l + 1;
-		if (s->c[s->heap[m]].count >= v)
+		if (s->heap[m].count >= e.count)
 			break;
 		heap_set(s, pos, s->heap[m]);
 		pos = m;
 	}
-	heap_set(s, pos, ci);
+	heap_set(s, pos, e);
 }
 
 static void sift_up(struct hk_sketch *s, uint32_t pos)
 {
-	uint16_t ci = s->heap[pos];
-	uint64_t v = s->c[ci].count;
+	struct hk_heap e = s->heap[pos];
 
-	while (pos > 0 && s->c[s->heap[(pos - 1) / 2]].count > v) {
+	while (pos > 0 && s->heap[(pos - 1) / 2].count > e.count) {
 		heap_set(s, pos, s->heap[(pos - 1) / 2]);
 		pos = (pos - 1) / 2;
 	}
-	heap_set(s, pos, ci);
+	heap_set(s, pos, e);
 }
 
 /* The slot holding key, or the empty slot where it would go. */
@@ -126,9 +134,10 @@ static uint32_t slot_find(const struct hk_sketch *s, uint64_t h,
 	uint32_t mask = s->nslots - 1, i = (uint32_t)h & mask;
 
 	for (; s->slot[i]; i = (i + 1) & mask) {
-		const struct hk_counter *c = &s->c[s->slot[i] - 1];
+		uint32_t ci = s->slot[i] - 1u;
 
-		if (c->hash == h && c->nkey == n && !memcmp(c->key, key, n))
+		if (s->hash[ci] == h && s->c[ci].nkey == n &&
+		    !memcmp(s->c[ci].key, key, n))
 			break;
 	}
 	return i;
@@ -147,7 +156,7 @@ static void slot_remove(struct hk_sketch *s, uint32_t i)
 		j = (j + 1) & mask;
 		if (!s->slot[j])
 			return;
-		home = (uint32_t)s->c[s->slot[j] - 1].hash & mask;
+		home = (uint32_t)s->hash[s->slot[j] - 1u] & mask;
 		/* Move j back to i unless its home lies in (i, j]. */
 		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
 			continue;
@@ -160,41 +169,41 @@ static void slot_remove(struct hk_sketch *s, uint32_t i)
 void hk_sketch_add(struct hk_sketch *s, const char *key, size_t n, uint64_t w)
 {
 	uint64_t h = siphash13(s->seed, key, n);
-	uint32_t i = slot_find(s, h, key, n);
+	uint32_t i = slot_find(s, h, key, n), ci, pos;
 	struct hk_counter *c;
-	bool fresh = s->n < s->k;
-	uint16_t ci;
 
 	s->total += w;
 	if (s->slot[i]) {
-		c = &s->c[s->slot[i] - 1];
-		c->count += w;
-		sift_down(s, c->pos);
+		pos = s->pos[s->slot[i] - 1u];
+		s->heap[pos].count += w;
+		sift_down(s, pos);
 		return;
 	}
-	if (fresh) {
-		ci = (uint16_t)s->n++;
-		c = &s->c[ci];
-		c->count = w;
-		c->err = 0;
-		s->heap[s->n - 1] = ci;
-		c->pos = (uint16_t)(s->n - 1);
+	if (s->n < s->k) {
+		ci = s->n++;
+		s->c[ci].err = 0;
+		pos = s->n - 1;
+		s->heap[pos] = (struct hk_heap){ .count = w, .ci = ci };
+		s->pos[ci] = (uint16_t)pos;
 	} else {
-		ci = s->heap[0];
-		c = &s->c[ci];
-		slot_remove(s, slot_find(s, c->hash, c->key, c->nkey));
+		/* The smallest count goes: the new key inherits it. */
+		pos = 0;
+		ci = s->heap[0].ci;
+		slot_remove(s, slot_find(s, s->hash[ci], s->c[ci].key,
+					 s->c[ci].nkey));
 		i = slot_find(s, h, key, n); /* the hole may have moved */
-		c->err = c->count;
-		c->count += w;
+		s->c[ci].err = s->heap[0].count;
+		s->heap[0].count += w;
 	}
-	c->hash = h;
+	c = &s->c[ci];
+	s->hash[ci] = h;
 	c->nkey = (uint8_t)n;
 	memcpy(c->key, key, n);
 	s->slot[i] = (uint16_t)(ci + 1);
-	if (fresh)
-		sift_up(s, c->pos);
+	if (pos)
+		sift_up(s, pos);
 	else
-		sift_down(s, c->pos); /* it was the root */
+		sift_down(s, 0);
 }
 
 /* ---- the merge ---- */
@@ -254,9 +263,12 @@ static bool merge_reserve(struct hk_merge *m, size_t nkey)
 	return true;
 }
 
+/* The entry of counter ci of s, added if new; NULL when out of memory. */
 static struct hk_entry *merge_entry(struct hk_merge *m,
-				    const struct hk_counter *c)
+				    const struct hk_sketch *s, uint32_t ci)
 {
+	const struct hk_counter *c = &s->c[ci];
+	uint64_t h = s->hash[ci];
 	uint32_t mask, i;
 	struct hk_entry *e;
 
@@ -265,14 +277,14 @@ static struct hk_entry *merge_entry(struct hk_merge *m,
 		return NULL;
 	}
 	mask = m->cap - 1;
-	for (i = (uint32_t)c->hash & mask; m->slot[i]; i = (i + 1) & mask) {
+	for (i = (uint32_t)h & mask; m->slot[i]; i = (i + 1) & mask) {
 		e = &m->e[m->slot[i] - 1];
-		if (e->hash == c->hash && e->nkey == c->nkey &&
+		if (e->hash == h && e->nkey == c->nkey &&
 		    !memcmp(m->arena + e->key_off, c->key, c->nkey))
 			return e;
 	}
 	e = &m->e[m->n++];
-	*e = (struct hk_entry){ .hash = c->hash,
+	*e = (struct hk_entry){ .hash = h,
 				.key_off = (uint32_t)m->arena_n,
 				.nkey = c->nkey };
 	memcpy(m->arena + m->arena_n, c->key, c->nkey);
@@ -288,13 +300,12 @@ void hk_merge_add(struct hk_merge *m, const struct hk_sketch *s)
 	m->base += min;
 	m->total += s->total;
 	for (uint32_t i = 0; i < s->n; i++) {
-		const struct hk_counter *c = &s->c[i];
-		struct hk_entry *e = merge_entry(m, c);
+		struct hk_entry *e = merge_entry(m, s, i);
 
 		if (!e)
 			continue;
-		e->count += (int64_t)(c->count - min);
-		e->err += (int64_t)c->err - (int64_t)min;
+		e->count += (int64_t)(hk_sketch_count(s, i) - min);
+		e->err += (int64_t)s->c[i].err - (int64_t)min;
 	}
 }
 

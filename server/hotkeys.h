@@ -44,23 +44,29 @@ extern const char *const hotkeys_class_name[HOTKEYS_NCLASSES];
 
 /* ---- the space-saving sketch: one writer, no locking of its own ---- */
 
+/* A counter's key, kept apart from what every sample reads. */
 struct hk_counter {
-	uint64_t count; /* samples, an upper bound */
-	uint64_t err;	/* at most this much of count is not this key's */
-	uint64_t hash;
-	uint16_t pos; /* in the heap */
+	uint64_t err; /* at most this much of its count is not this key's */
 	uint8_t nkey;
 	char key[PROTO_KEY_MAX];
+};
+
+/* A heap entry: a counter's count (samples' weight, an upper bound). */
+struct hk_heap {
+	uint64_t count;
+	uint32_t ci;
 };
 
 struct hk_sketch {
 	uint32_t k, n;	 /* counters, counters in use */
 	uint32_t nslots; /* the index: a power of two, at least 2k */
-	uint64_t total;	 /* samples added */
+	uint64_t total;	 /* weight added */
 	const struct siphash_key *seed;
-	struct hk_counter *c;
-	uint16_t *heap; /* counter indices, a min-heap by count */
-	uint16_t *slot; /* counter index + 1, linear probing; 0: empty */
+	struct hk_counter *c; /* [k] */
+	struct hk_heap *heap; /* [n]: a min-heap by count */
+	uint16_t *pos;	      /* [k]: each counter's place in the heap */
+	uint64_t *hash;	      /* [k]: each counter's key's hash */
+	uint16_t *slot;	      /* counter index + 1, linear probing; 0: empty */
 };
 
 /* 0, or -ENOMEM. k is at most 32768. seed is shared, not copied. */
@@ -72,6 +78,12 @@ void hk_sketch_clear(struct hk_sketch *s);
 /* Counts w requests of key (1..PROTO_KEY_MAX bytes): one sample that
  * stands for w requests (the gap since the previous sample). */
 void hk_sketch_add(struct hk_sketch *s, const char *key, size_t n, uint64_t w);
+/* Counter i's count (i < s->n). */
+static inline uint64_t hk_sketch_count(const struct hk_sketch *s, uint32_t i)
+{
+	return s->heap[s->pos[i]].count;
+}
+
 /* What a key not held may have had: the smallest count, 0 while a
  * counter is free. */
 uint64_t hk_sketch_min(const struct hk_sketch *s);

@@ -237,6 +237,18 @@ void h_sleep_ms(long ms);
 		*(conn) = hc_open((s)->port);                                \
 		cr_assert_not_null(*(conn), "connect: errno %d", errno);     \
 	} while (0)
+/* A suite's .fini: closes *CONN and stops the server *S (if started),
+ * which must exit 0 (a sanitizer's report makes it exit otherwise). */
+#define STOP_RHKVD(s, conn)                                                    \
+	do {                                                                   \
+		int status_;                                                   \
+		if (!(s)->pid)                                                 \
+			break;                                                 \
+		hc_close(conn);                                                \
+		status_ = srv_stop(s);                                         \
+		cr_expect_eq(status_, 0,                                       \
+			     "server wait status %#x after SIGTERM", status_); \
+	} while (0)
 #define SYNC(c, s)                                                 \
 	do {                                                       \
 		SEND((c), "version\r\n");                          \

@@ -23,13 +23,7 @@ static struct hconn *c;
 
 static void teardown(void)
 {
-	int status;
-
-	if (!srv.pid)
-		return;
-	hc_close(&c);
-	status = srv_stop(&srv);
-	cr_expect_eq(status, 0, "server wait status %#x after SIGTERM", status);
+	STOP_RHKVD(&srv, &c);
 }
 
 TestSuite(stats_groups, .fini = teardown, .timeout = 100);
