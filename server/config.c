@@ -177,7 +177,7 @@ static const struct opt options[] = {
 	OPTION("hotkeys-sample", 0, OPT_INT, "N",
 	       "stats hotkeys: sample one request in N on average; 1: every "
 	       "request (exact counts); 0: hot-key tracking off",
-	       RANGE(0, 1 << 20), .def = 16, AT(hotkeys_sample),
+	       RANGE(0, 1 << 20), .def = 64, AT(hotkeys_sample),
 	       .stat = "hotkeys_sample",
 	       BAD("hot-key sample", "not in 0..1048576")),
 	OPTION("hotkeys-window", 0, OPT_INT, "SECS",

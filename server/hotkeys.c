@@ -143,6 +143,16 @@ static uint32_t slot_find(const struct hk_sketch *s, uint64_t h,
 	return i;
 }
 
+/* The slot of counter ci, found by its hash and index alone. */
+static uint32_t slot_of(const struct hk_sketch *s, uint32_t ci)
+{
+	uint32_t mask = s->nslots - 1, i = (uint32_t)s->hash[ci] & mask;
+
+	while (s->slot[i] != ci + 1)
+		i = (i + 1) & mask;
+	return i;
+}
+
 /* Linear probing's deletion: later entries of the cluster move back so
  * that no lookup stops early at the hole. */
 static void slot_remove(struct hk_sketch *s, uint32_t i)
@@ -189,8 +199,7 @@ void hk_sketch_add(struct hk_sketch *s, const char *key, size_t n, uint64_t w)
 		/* The smallest count goes: the new key inherits it. */
 		pos = 0;
 		ci = s->heap[0].ci;
-		slot_remove(s, slot_find(s, s->hash[ci], s->c[ci].key,
-					 s->c[ci].nkey));
+		slot_remove(s, slot_of(s, ci));
 		i = slot_find(s, h, key, n); /* the hole may have moved */
 		s->c[ci].err = s->heap[0].count;
 		s->heap[0].count += w;

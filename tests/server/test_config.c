@@ -332,7 +332,7 @@ Test(config, stats_settings)
 				 "metrics_port=9\n"
 				 "metrics_listen=127.0.0.2\n"
 				 "metrics_hotkey_names=no\n"
-				 "hotkeys_sample=16\n"
+				 "hotkeys_sample=64\n"
 				 "hotkeys_window=10\n"
 				 "shutdown_command=no\n"
 				 "flush_enabled=yes\n"
