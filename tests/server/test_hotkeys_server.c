@@ -444,3 +444,34 @@ Test(hotkeys, off)
 	RT(c, "get k\r\n", "END\r\n");
 	RT(c, "stats hotkeys\r\n", "STAT sample 0\r\nEND\r\n");
 }
+
+/* --hotkeys-window 1: the counts cover the current window and the one
+ * before; windows turn while gets and stats run on two connections (two
+ * workers), and after two idle windows nothing is left. */
+Test(hotkeys, old_windows_are_dropped)
+{
+	static const char *const extra[] = { "--hotkeys-sample", "1",
+					     "--hotkeys-window", "1", NULL };
+	struct hconn *load;
+	struct reply r;
+	long long end;
+	int rounds = 0;
+
+	START_RHKVD(&srv, extra, &c, "stats hotkeys");
+	load = hc_open(srv.port);
+	cr_assert_not_null(load);
+	for (end = h_now_ms() + 2500; h_now_ms() < end; rounds++) {
+		RT(load, "get old\r\n", "END\r\n");
+		hotkeys(c, "", "read", &r);
+		cr_assert_eq(r.n, 1, "round %d", rounds);
+		cr_assert_str_eq(r.top[0].key, "old");
+		cr_assert_leq(r.seconds, 2.5, "two windows at most");
+		/* This connection's stats are no reads: only "old" is. */
+		cr_assert_eq(r.top[0].count, r.requests);
+	}
+	hc_close(&load);
+	h_sleep_ms(2600);
+	hotkeys(c, "", "read", &r);
+	cr_assert_eq(r.n, 0, "%d keys left after two idle windows", r.n);
+	cr_assert_eq(r.requests, 0);
+}
