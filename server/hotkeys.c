@@ -25,7 +25,6 @@
 #include "hotkeys.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -524,13 +523,33 @@ void hotkeys_report_add(struct hotkeys_report *r, struct hotkeys_worker *h)
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* The integer square root, rounded up (no libm: the fuzz target
+ * compiles these sources without it). */
+static uint64_t sqrt_up(uint64_t v)
+{
+	uint64_t r = 0;
+
+	for (uint64_t bit = 1ull << 62; bit; bit >>= 2) {
+		if (v >= r + bit) {
+			v -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+	}
+	return r + (v != 0);
+}
+
 /* Three standard deviations of a sampled count c: a gap uniform in
- * 1..2N-1 has E[g^2] / E[g] about 4N/3, so the variance is about 4Nc/3. */
+ * 1..2N-1 has E[g^2] / E[g] about 4N/3, so the variance is about 4Nc/3,
+ * and 3 sigma is sqrt(12 N c). */
 static uint64_t sampling_err(uint32_t sample, uint64_t c)
 {
 	if (sample <= 1)
 		return 0;
-	return (uint64_t)ceil(3.0 * sqrt(4.0 * sample * (double)c / 3.0));
+	if (c > UINT64_MAX / 12 / sample)
+		c = UINT64_MAX / 12 / sample;
+	return sqrt_up(12 * (uint64_t)sample * c);
 }
 
 int hotkeys_report_end(struct hotkeys_report *r, size_t n)
