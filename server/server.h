@@ -102,12 +102,12 @@ struct server {
 	/* `stats detail`: counting on, and the counts (stats_detail.c). */
 	_Atomic bool detail_on;
 	struct stats_detail *_Atomic detail;
-	struct watch_hub watch; /* `watch` connections */
-	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
-	struct event *sighup;	/* reloads the TLS certificate */
 	/* `stats hotkeys`: what every worker's tracker shares, set before
 	 * the workers start. */
 	struct hotkeys_params hotkeys;
+	struct watch_hub watch; /* `watch` connections */
+	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
+	struct event *sighup;	/* reloads the TLS certificate */
 };
 
 /* `stats detail` counting, when on (one relaxed load when off). */
