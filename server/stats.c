@@ -120,7 +120,7 @@ void stats__put_text(const struct stats_sink *k, const char *name,
 	k->emit(k->arg, &e);
 }
 
-void stats__put_real(const struct stats_sink *k, const char *name,
+static void put_real(const struct stats_sink *k, const char *name,
 		     const char *help, double v)
 {
 	const struct stats_entry e = {
@@ -128,6 +128,12 @@ void stats__put_real(const struct stats_sink *k, const char *name,
 	};
 
 	k->emit(k->arg, &e);
+}
+
+void stats__put_real(const struct stats_sink *k, const char *name,
+		     const char *help, double v)
+{
+	put_real(k, name, help, v);
 }
 
 static uint64_t log2_floor(uint64_t v)
@@ -649,18 +655,16 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 		if (!n)
 			continue;
 		snprintf(name, sizeof(name), "%s:mean_us", cls);
-		stats__put_real(
-			k, name,
-			"Mean service time in microseconds of the class's "
-			"commands",
-			(double)lat[c].sum_ns / (double)n / 1e3);
+		put_real(k, name,
+			 "Mean service time in microseconds of the class's "
+			 "commands",
+			 (double)lat[c].sum_ns / (double)n / 1e3);
 		for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 			snprintf(name, sizeof(name), "%s:%s_us", cls,
 				 pct[i].name);
-			stats__put_real(
-				k, name, pct[i].help,
-				(double)latency_percentile(&lat[c], pct[i].p) /
-					1e3);
+			put_real(k, name, pct[i].help,
+				 (double)latency_percentile(&lat[c], pct[i].p) /
+					 1e3);
 		}
 	}
 }

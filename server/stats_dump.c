@@ -133,7 +133,8 @@ void stats__conns(struct server *srv, const struct stats_query *q,
 	}
 }
 
-bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
+/* Parses a whole decimal token of args at *pos; false if none or bad. */
+static bool arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
 {
 	size_t i = *pos, start;
 
@@ -150,6 +151,11 @@ bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
 		return false;
 	*pos = i;
 	return true;
+}
+
+bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
+{
+	return arg_u64(p, n, pos, v);
 }
 
 /* memcached bounds a cachedump's reply to 2 MiB. */
@@ -208,8 +214,8 @@ void stats__cachedump(struct server *srv, const struct stats_query *q,
 	uint64_t cls, cursor = 0;
 	size_t pos = 0;
 
-	if (!stats__arg_u64(q->args, q->nargs, &pos, &cls) ||
-	    !stats__arg_u64(q->args, q->nargs, &pos, &d.limit) ||
+	if (!arg_u64(q->args, q->nargs, &pos, &cls) ||
+	    !arg_u64(q->args, q->nargs, &pos, &d.limit) ||
 	    cls != STATS_ITEM_CLASS)
 		return;
 	do
@@ -226,8 +232,8 @@ const char *stats_args_error(const struct stats_query *q)
 	    !(q->nargs == 4 && !memcmp(q->args, "dump", 4)))
 		return "usage: stats detail on|off|dump";
 	if (q->n == 9 && !memcmp(q->group, "cachedump", 9) &&
-	    (!stats__arg_u64(q->args, q->nargs, &pos, &v) ||
-	     !stats__arg_u64(q->args, q->nargs, &pos, &v)))
+	    (!arg_u64(q->args, q->nargs, &pos, &v) ||
+	     !arg_u64(q->args, q->nargs, &pos, &v)))
 		return "bad command line";
 	if (q->n == 7 && !memcmp(q->group, "hotkeys", 7))
 		return stats__hotkeys_args_error(q);
