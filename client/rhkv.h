@@ -223,6 +223,38 @@ struct rhkv_stat {
 int rhkv_stats(rhkv *c, const char *group, struct rhkv_stat **stats, size_t *n);
 void rhkv_stats_free(struct rhkv_stat *stats, size_t n);
 
+/* One hot key of `stats hotkeys`, over the server's hot-key window. */
+struct rhkv_hotkey {
+	char *key; /* its bytes (binary keys decoded), NUL-terminated */
+	size_t klen;
+	double rps;	/* requests per second */
+	double share;	/* of its class's requests, 0 to 1 */
+	uint64_t count; /* requests (estimated) */
+	/* Without sampling count - err <= true <= count; with sampling
+	 * true is within err either way (three standard deviations). */
+	uint64_t err;
+	int exact; /* count is the true count */
+};
+
+enum { RHKV_HOTKEYS_READ, RHKV_HOTKEYS_WRITE };
+
+struct rhkv_hotkeys {
+	uint32_t sample; /* one request in this many sampled; 0: off */
+	double seconds;	 /* the span the counts cover */
+	/* Per class, [RHKV_HOTKEYS_READ] and [RHKV_HOTKEYS_WRITE]: its
+	 * requests, the most a key not listed may have had, and the n
+	 * hottest keys, hottest first. */
+	uint64_t requests[2];
+	uint64_t bound[2];
+	size_t n[2];
+	struct rhkv_hotkey *top[2];
+};
+
+/* The n (1 to 100; 0: 10) hottest keys of each class, reads and writes.
+ * Free with rhkv_hotkeys_free(). */
+int rhkv_hotkeys(rhkv *c, unsigned int n, struct rhkv_hotkeys **out);
+void rhkv_hotkeys_free(struct rhkv_hotkeys *h);
+
 /* ---- meta commands: stale-while-revalidate, stampede-safe caching ----
  *
  * memcached's meta commands (mg, ms, md, ma), over the binary protocol's

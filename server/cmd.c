@@ -57,6 +57,7 @@ static void exec_get(struct conn *c, const struct request *r)
 		uint32_t nbytes = 0;
 
 		STAT_INC(st, cmd_get);
+		hotkeys_note(&c->w->hot, HOTKEYS_READ, key);
 		if (touch)
 			STAT_INC(st, cmd_touch);
 		if (key.n) {
@@ -619,8 +620,37 @@ static const struct {
 	[REQ_MNOOP] = { cmd_mnoop, LAT_other },
 };
 
+/* `stats hotkeys`: a one-key request's class. A get counts each of its
+ * keys as a read, in exec_get. */
+static void note_hotkey(struct conn *c, const struct request *r)
+{
+	switch (r->cmd) {
+	case REQ_MGET:
+		hotkeys_note(&c->w->hot, HOTKEYS_READ, r->key);
+		return;
+	case REQ_SET:
+	case REQ_ADD:
+	case REQ_REPLACE:
+	case REQ_APPEND:
+	case REQ_PREPEND:
+	case REQ_CAS:
+	case REQ_DELETE:
+	case REQ_INCR:
+	case REQ_DECR:
+	case REQ_TOUCH:
+	case REQ_MSET:
+	case REQ_MDELETE:
+	case REQ_MARITH:
+		hotkeys_note(&c->w->hot, HOTKEYS_WRITE, r->key);
+		return;
+	default:
+		return;
+	}
+}
+
 void cmd_execute(struct conn *c, const struct request *r)
 {
+	note_hotkey(c, r);
 	commands[r->cmd].exec(c, r);
 }
 

@@ -60,6 +60,12 @@ struct config {
 	const char *tls_ciphersuites; /* TLS 1.3 suites */
 	int tls_handshake_timeout;    /* seconds */
 	bool tls_ktls;		      /* kernel TLS offload */
+	/* `stats hotkeys`: one request in hotkeys_sample is sampled (0:
+	 * tracking off), counts cover hotkeys_window to twice that seconds;
+	 * the metrics endpoint names the keys only with metrics_hotkey_names. */
+	uint32_t hotkeys_sample;
+	int hotkeys_window;
+	bool metrics_hotkey_names;
 };
 
 /* Exit code for bad usage (EX_USAGE). */

@@ -108,6 +108,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 	sink.arg = b;
 	server_stats_each(srv, &sink);
 	prom_latency(srv, b);
+	stats_hotkeys_metrics(srv, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 			  "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, HTTP_OK, "OK", b);

@@ -13,6 +13,7 @@
 
 #include "cache.h"
 #include "config.h"
+#include "hotkeys.h"
 #include "latency.h"
 #include "stats.h"
 #include "watch.h"
@@ -57,6 +58,8 @@ struct worker {
 	 * that neighbours' reads of the fields above never share them. */
 	_Alignas(64) struct thread_stats stats;
 	struct latency_hist *lat; /* [LAT_NCLASSES], written by this thread */
+	/* `stats hotkeys`: this thread's samples (hotkeys.h). */
+	struct hotkeys_worker hot;
 } __attribute__((aligned(64)));
 
 struct server {
@@ -99,6 +102,9 @@ struct server {
 	/* `stats detail`: counting on, and the counts (stats_detail.c). */
 	_Atomic bool detail_on;
 	struct stats_detail *_Atomic detail;
+	/* `stats hotkeys`: what every worker's tracker shares, set before
+	 * the workers start. */
+	struct hotkeys_params hotkeys;
 	struct watch_hub watch; /* `watch` connections */
 	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
 	struct event *sighup;	/* reloads the TLS certificate */

@@ -2,7 +2,8 @@
  * The `stats` groups: memcached's general statistics (summed over worker
  * threads, minus the last `stats reset`), `stats settings`, `items`,
  * `slabs`, `sizes`, `table`, `memory` and `latency` (`conns` and
- * `cachedump` are in stats_dump.c, `detail` in stats_detail.c). Every group emits entries into a
+ * `cachedump` are in stats_dump.c, `detail` in stats_detail.c, `hotkeys`
+ * in stats_hotkeys.c). Every group emits entries into a
  * stats_sink (stats.h): the text lines and the binary protocol's map are
  * sinks here, the Prometheus endpoint's (general stats only) is metrics.c's.
  */
@@ -127,6 +128,12 @@ static void put_real(const struct stats_sink *k, const char *name,
 	};
 
 	k->emit(k->arg, &e);
+}
+
+void stats__put_real(const struct stats_sink *k, const char *name,
+		     const char *help, double v)
+{
+	put_real(k, name, help, v);
 }
 
 static uint64_t log2_floor(uint64_t v)
@@ -731,7 +738,8 @@ bool stats_emit(struct server *srv, const struct stats_query *q,
 		       { "cachedump", NULL, stats__cachedump },
 		       { "table", stats_table, NULL },
 		       { "memory", stats_memory, NULL },
-		       { "latency", stats_latency, NULL } };
+		       { "latency", stats_latency, NULL },
+		       { "hotkeys", NULL, stats__hotkeys } };
 
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
 		if (strlen(groups[i].name) == q->n &&

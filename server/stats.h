@@ -193,6 +193,10 @@ const char *stats_entry_value(const struct stats_entry *e,
  * "STAT name value\r\n". */
 void stats_text_entry(void *arg, const struct stats_entry *e);
 
+/* The hot keys' top 10 per class as Prometheus series (stats_hotkeys.c;
+ * key names only with --metrics-hotkey-names). */
+void stats_hotkeys_metrics(struct server *srv, struct evbuffer *b);
+
 /* The general stats (stats_emit with n == 0). */
 void server_stats_each(struct server *srv, const struct stats_sink *sink);
 /* Adds up every worker's counters, minus the last reset. */

@@ -153,6 +153,11 @@ static bool arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
 	return true;
 }
 
+bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
+{
+	return arg_u64(p, n, pos, v);
+}
+
 /* memcached bounds a cachedump's reply to 2 MiB. */
 #define CACHEDUMP_MAX_BYTES (2u << 20)
 
@@ -230,5 +235,7 @@ const char *stats_args_error(const struct stats_query *q)
 	    (!arg_u64(q->args, q->nargs, &pos, &v) ||
 	     !arg_u64(q->args, q->nargs, &pos, &v)))
 		return "bad command line";
+	if (q->n == 7 && !memcmp(q->group, "hotkeys", 7))
+		return stats__hotkeys_args_error(q);
 	return NULL;
 }

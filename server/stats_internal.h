@@ -1,5 +1,6 @@
 /*
- * Shared inside the statistics module (stats.c, stats_dump.c): entry
+ * Shared inside the statistics module (stats.c, stats_dump.c,
+ * stats_hotkeys.c): entry
  * writers and the groups stats_emit() dispatches to in another file.
  */
 #ifndef RHKV_SERVER_STATS_INTERNAL_H
@@ -18,11 +19,22 @@ void stats__put_u(const struct stats_sink *k, enum stats_kind kind,
 		  const char *name, const char *help, uint64_t v);
 void stats__put_text(const struct stats_sink *k, const char *name,
 		     const char *help, const char *v);
+void stats__put_real(const struct stats_sink *k, const char *name,
+		     const char *help, double v);
+
+/* Parses a whole decimal token of p[0..n) at *pos (spaces before it
+ * skipped) into *v and moves *pos past it; false if none or bad. */
+bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v);
 
 /* `stats conns` and `stats cachedump <class> <limit>` (stats_dump.c). */
 void stats__conns(struct server *srv, const struct stats_query *q,
 		  const struct stats_sink *k);
 void stats__cachedump(struct server *srv, const struct stats_query *q,
 		      const struct stats_sink *k);
+
+/* `stats hotkeys [n]` (stats_hotkeys.c), and why its n is wrong or NULL. */
+void stats__hotkeys(struct server *srv, const struct stats_query *q,
+		    const struct stats_sink *k);
+const char *stats__hotkeys_args_error(const struct stats_query *q);
 
 #endif

@@ -135,6 +135,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = c->next;
 		conn_tick(c, now);
 	}
+	hotkeys_tick(&w->hot);
 	worker_check_done(w);
 }
 
@@ -157,7 +158,8 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 	pthread_mutex_init(&w->lock, NULL);
 	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
 	w->base = worker_base();
-	if (!w->lat || !w->base)
+	if (!w->lat || !w->base ||
+	    hotkeys_worker_init(&w->hot, &srv->hotkeys, id))
 		return -1;
 	w->notify = event_new(w->base, -1, EV_PERSIST, on_notify, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
@@ -191,6 +193,7 @@ static void worker_free(struct worker *w)
 	if (w->base)
 		event_base_free(w->base);
 	free(w->lat);
+	hotkeys_worker_free(&w->hot);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -203,6 +206,8 @@ int workers_start(struct server *srv)
 	if (!srv->workers)
 		return -1;
 	memset(srv->workers, 0, n * sizeof(*srv->workers));
+	hotkeys_params_init(&srv->hotkeys, srv->cfg.hotkeys_sample,
+			    srv->cfg.hotkeys_window);
 	for (unsigned int i = 0; i < n; i++) {
 		if (worker_init(srv, &srv->workers[i], i))
 			return -1;

@@ -711,6 +711,61 @@ static int do_stats(struct cli *cl, const struct cmd *d, int argc,
 	return 0;
 }
 
+/* hotkeys [N]: per class, "N. KEY RPS/s SHARE% COUNT (exact|±ERR)"; raw:
+ * "CLASS RANK RPS SHARE COUNT ERR exact|approx KEY" (the key bare when
+ * it reads back as one word, else quoted). */
+static int do_hotkeys(struct cli *cl, const struct cmd *d, int argc,
+		      struct cli_word *argv)
+{
+	static const char *const cls[2] = { "read", "write" };
+	struct rhkv_hotkeys *h = NULL;
+	uint64_t n = 10;
+	int err;
+
+	if (argc && (parse_u64(&argv[0], 100, &n) || n == 0))
+		return usage_err(d, "N: a number from 1 to 100");
+	if (ensure_conn(cl))
+		return EX_FAIL;
+	err = rhkv_hotkeys(cl->c, (unsigned int)n, &h);
+	if (err)
+		return fail(cl, err);
+	if (!h->sample && !cl->raw)
+		puts("(hot-key tracking is off: --hotkeys-sample 0)");
+	for (int c = 0; c < 2 && h->sample; c++) {
+		if (!cl->raw)
+			printf("%ss: %" PRIu64
+			       " in %.1f s, sampled 1 in %" PRIu32
+			       ", a key not listed at most %" PRIu64 "\n",
+			       cls[c], h->requests[c], h->seconds, h->sample,
+			       h->bound[c]);
+		for (size_t i = 0; i < h->n[c]; i++) {
+			const struct rhkv_hotkey *k = &h->top[c][i];
+
+			if (cl->raw)
+				printf("%s %zu %.3f %.6f %" PRIu64 " %" PRIu64
+				       " %s ",
+				       cls[c], i + 1, k->rps, k->share,
+				       k->count, k->err,
+				       k->exact ? "exact" : "approx");
+			else
+				printf("%3zu. ", i + 1);
+			cli_put_key(stdout, k->key, k->klen);
+			if (cl->raw)
+				;
+			else if (k->exact)
+				printf(" %.1f/s %.2f%% %" PRIu64 " exact",
+				       k->rps, 100 * k->share, k->count);
+			else
+				printf(" %.1f/s %.2f%% %" PRIu64 " ±%" PRIu64,
+				       k->rps, 100 * k->share, k->count,
+				       k->err);
+			putchar('\n');
+		}
+	}
+	rhkv_hotkeys_free(h);
+	return 0;
+}
+
 static int do_version(struct cli *cl, const struct cmd *d, int argc,
 		      struct cli_word *argv)
 {
@@ -793,7 +848,9 @@ static const struct cmd cmds[] = {
 	{ "scan", 0, 2, "[--pattern GLOB]", "every key (matching GLOB)",
 	  do_scan },
 	{ "stats", 0, 1, "[GROUP]",
-	  "statistics (settings, table, latency, memory)", do_stats },
+	  "statistics (settings, table, latency, memory, hotkeys)", do_stats },
+	{ "hotkeys", 0, 1, "[N]", "the N hottest keys, reads and writes",
+	  do_hotkeys },
 	{ "version", 0, 0, "", "the server's version", do_version },
 	{ "ping", 0, 0, "", "check the server answers", do_ping },
 	{ "help", 0, 1, "[COMMAND]", "this list", do_help },

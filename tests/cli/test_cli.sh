@@ -245,6 +245,12 @@ expect scan-nomatch 0 $'(empty)\n' scan --pattern 'zzz*'
 expect_re stats 0 '(^|'$'\n'')curr_items: 7('$'\n''|$)' stats
 expect_re stats-raw 0 '(^|'$'\n'')curr_items 7('$'\n''|$)' --raw stats
 expect_re stats-settings 0 '(^|'$'\n'')[a-z_]+: ' stats settings
+# hotkeys: sampled (the server's default), so only the shape is certain;
+# the counts are checked in tests/server/test_hotkeys_server.c.
+expect_re hotkeys 0 '^reads: [0-9]+ in [0-9.]+ s, sampled 1 in [0-9]+' hotkeys
+expect_re hotkeys-raw 0 '^$|^(read|write) 1 [0-9.]+ [0-9.]+ [0-9]+ [0-9]+ (exact|approx) [^ ]' \
+	--raw hotkeys 3
+expect_err hotkeys-bad 64 'N: a number from 1 to 100' hotkeys 101
 
 # ---- the unix socket ----
 expect unix-get 0 $'"v-other"\n' -h "$sock" get other

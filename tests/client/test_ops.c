@@ -230,6 +230,41 @@ Test(ops, server_calls)
 	OK(rhkv_ping(c)); /* connects again */
 }
 
+/* rhkv_hotkeys: the server's `stats hotkeys` as structs, per class, a
+ * binary key decoded from the base64 the server prints. */
+Test(ops, hotkeys)
+{
+	static const char *const extra[] = { "--hotkeys-sample", "1", NULL };
+	static const char bin[] = { 0, 'a', ' ', 'b', '\n', (char)0xff };
+	struct rhkv_hotkeys *h;
+	struct rhkv_value v;
+
+	start(extra);
+	OK(rhkv_set(c, bin, sizeof(bin), "x", 1, 0, 0, NULL));
+	for (int i = 0; i < 3; i++) {
+		OK(rhkv_get(c, bin, sizeof(bin), &v));
+		rhkv_value_free(&v);
+	}
+	ERR(rhkv_get(c, "cold", 4, &v), RHKV_ENOTFOUND);
+	OK(rhkv_hotkeys(c, 0, &h));
+	cr_assert_eq(h->sample, 1);
+	cr_assert_eq(h->requests[RHKV_HOTKEYS_READ], 4);
+	cr_assert_eq(h->n[RHKV_HOTKEYS_READ], 2);
+	cr_assert_eq(h->top[RHKV_HOTKEYS_READ][0].klen, sizeof(bin));
+	cr_assert(!memcmp(h->top[RHKV_HOTKEYS_READ][0].key, bin, sizeof(bin)));
+	cr_assert_eq(h->top[RHKV_HOTKEYS_READ][0].count, 3);
+	cr_assert(h->top[RHKV_HOTKEYS_READ][0].exact);
+	cr_assert_float_eq(h->top[RHKV_HOTKEYS_READ][0].share, 0.75, 1e-6);
+	cr_assert_str_eq(h->top[RHKV_HOTKEYS_READ][1].key, "cold");
+	cr_assert_eq(h->n[RHKV_HOTKEYS_WRITE], 1);
+	cr_assert_eq(h->requests[RHKV_HOTKEYS_WRITE], 1);
+	rhkv_hotkeys_free(h);
+	OK(rhkv_hotkeys(c, 1, &h));
+	cr_assert_eq(h->n[RHKV_HOTKEYS_READ], 1);
+	rhkv_hotkeys_free(h);
+	ERR(rhkv_hotkeys(c, 101, &h), RHKV_EINVAL);
+}
+
 Test(ops, scan_every_key)
 {
 	enum { N = 500 };

@@ -262,6 +262,15 @@ void h_sleep_ms(long ms);
 		cr_expect_eq(st_, 0, "%s: %s", (what),                     \
 			     h_wait_status(w_, sizeof(w_), st_));          \
 	} while (0)
+/* A suite's .fini: closes *CONN and stops the server *S (if started),
+ * which must exit 0 (a sanitizer's report makes it exit otherwise). */
+#define STOP_RHKVD(s, conn)                                                    \
+	do {                                                                   \
+		if (!(s)->pid)                                                 \
+			break;                                                 \
+		hc_close(conn);                                                \
+		H_EXPECT_EXIT_OK(srv_stop(s), "the server after SIGTERM");     \
+	} while (0)
 #define SYNC(c, s)                                                 \
 	do {                                                       \
 		SEND((c), "version\r\n");                          \

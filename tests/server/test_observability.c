@@ -307,3 +307,64 @@ Test(observability, metrics_endpoint_exports_stats_and_histograms)
 	/* The cache port is untouched by scrapes. */
 	SYNC(c, &srv);
 }
+
+/* The hot keys' series: the top 10 per class by rank; the key itself only
+ * with --metrics-hotkey-names (the endpoint has no password), escaped as
+ * Prometheus label values are, a binary key in base64. */
+static void hotkey_metrics(bool names)
+{
+	char port[16];
+	const char *extra[] = {
+		"--metrics-port", port, "--hotkeys-sample", "1", NULL, NULL
+	};
+	int mport = free_port();
+
+	snprintf(port, sizeof(port), "%d", mport);
+	extra[4] = names ? "--metrics-hotkey-names" : NULL;
+	start(extra);
+	for (int i = 0; i < 30; i++) {
+		hc_sendf(c, "get k%d\r\n", i);
+		EXPECT(c, "END\r\n");
+		for (int j = 0; j <= i % 3; j++) {
+			RT(c, "get a\"b\\c\r\n", "END\r\n");
+			if (j) /* fewer than a"b\c: ranks 1 and 2 */
+				RT(c, "mg AGEgYgo= b v\r\n", "EN\r\n");
+		}
+	}
+	RT(c, "set w 0 0 1\r\n1\r\n", "STORED\r\n");
+	cr_assert_eq(http_get(mport, "/metrics"), 200);
+	cr_assert_not_null(strstr(page.p, "# TYPE rhkv_hotkey_requests_per_"
+					  "second gauge"));
+	/* 12 read keys seen, 10 listed; one write key. */
+	cr_assert_not_null(strstr(page.p, "rank=\"10\""));
+	cr_assert_null(strstr(page.p, "rank=\"11\""));
+	if (!names) {
+		cr_assert_gt(series("rhkv_hotkey_requests_per_second{class="
+				    "\"read\",rank=\"1\"}"),
+			     0);
+		cr_assert_eq(series("rhkv_hotkey_share{class=\"write\","
+				    "rank=\"1\"}"),
+			     1);
+		cr_assert_null(strstr(page.p, "key="), "a key name leaked");
+		return;
+	}
+	cr_assert_gt(series("rhkv_hotkey_requests_per_second{class=\"read\","
+			    "rank=\"1\",key=\"a\\\"b\\\\c\"}"),
+		     0);
+	cr_assert_gt(series("rhkv_hotkey_requests_per_second{class=\"read\","
+			    "rank=\"2\",key=\"AGEgYgo=\",key_base64=\"1\"}"),
+		     0);
+	cr_assert_eq(series("rhkv_hotkey_share{class=\"write\",rank=\"1\","
+			    "key=\"w\"}"),
+		     1);
+}
+
+Test(observability, metrics_hotkeys_by_rank)
+{
+	hotkey_metrics(false);
+}
+
+Test(observability, metrics_hotkeys_named_only_when_asked)
+{
+	hotkey_metrics(true);
+}

@@ -23,13 +23,7 @@ static struct hconn *c;
 
 static void teardown(void)
 {
-	int status;
-
-	if (!srv.pid)
-		return;
-	hc_close(&c);
-	status = srv_stop(&srv);
-	H_EXPECT_EXIT_OK(status, "the server after SIGTERM");
+	STOP_RHKVD(&srv, &c);
 }
 
 TestSuite(stats_groups, .fini = teardown, .timeout = 100);
