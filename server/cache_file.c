@@ -160,9 +160,17 @@ static int open_file(const struct cache_file_config *fc, char *err, size_t cap,
 		     bool *refused, int *fd_out)
 {
 	struct stat st;
-	int fd =
-		open(fc->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bool created = true;
+	int fd = open(fc->path,
+		      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
+	/* Only a file this open created is given to owner: an empty one
+	 * someone else made (in /dev/shm anyone may) could still be open
+	 * in their process, and would show them every value stored. */
+	if (fd < 0 && errno == EEXIST) {
+		created = false;
+		fd = open(fc->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
 	*refused = false;
 	if (fd < 0) {
 		*refused = errno == ELOOP;
@@ -180,7 +188,7 @@ static int open_file(const struct cache_file_config *fc, char *err, size_t cap,
 		close(fd);
 		return refuse(err, cap, fc->path, "is not a regular file");
 	}
-	if (st.st_size == 0 && st.st_uid != fc->owner &&
+	if (created && st.st_uid != fc->owner &&
 	    fchown(fd, fc->owner, (gid_t)-1) == 0)
 		st.st_uid = fc->owner;
 	if (st.st_uid != fc->owner) {
