@@ -15,7 +15,8 @@ kill      rounds of write load ended by SIGKILL (unsealed file), by SIGKILL
 refusals  what the file and the settings make a start do: exit 64 for a
           file others may use, a symlink, another owner; 71 for a file in
           use; start empty, saying why, for other -m or -I, a truncated file
-          or another format version; drop only a corrupt segment.
+          or another format version; drop only a corrupt segment; a
+          delayed flush_all pending at the stop still applies after it.
 
 Each server listens on 127.0.0.1 on a free port and is stopped by PID; the
 files live in a fresh folder under /dev/shm, removed at the end.
@@ -670,6 +671,29 @@ def refusals(tmp):
     print("corrupt segment: %d of %d items restored" % (len(got), len(keys)))
     c.close()
     check(srv.stop() == 0, "exit")
+
+    # A delayed flush_all pending at the stop still kills what it covered
+    # (the file does not keep the flush: the items expire at its time).
+    os.unlink(path)
+    srv = Server(path, args)
+    c = Conn(srv.port)
+    check(c.store("set", "df:small", b"x") == "STORED", "set")
+    check(c.store("set", "df:large", b"y" * (40 << 10)) == "STORED", "set")
+    check(c.cmd("flush_all 3") == "OK", "flush_all 3")
+    due = time.time() + 3
+    c.close()
+    check(srv.stop() == 0, "exit")
+    srv = Server(path, args)
+    c = Conn(srv.port)
+    if time.time() < due - 0.5:
+        check(len(c.gets(["df:small", "df:large"])) == 2,
+              "items gone before the delayed flush was due")
+    time.sleep(max(0, due + 1.2 - time.time()))
+    check(c.gets(["df:small", "df:large"]) == {},
+          "items outlived a delayed flush_all pending at the stop")
+    c.close()
+    check(srv.stop() == 0, "exit")
+    print("delayed flush_all: kept across the restart")
 
 
 def main():
