@@ -11,5 +11,5 @@ here=$(dirname "$0")
 . "$here/lib_server.sh"
 
 ! is_memcached || skip "--memory-file is rhkvd's; the server is memcached"
-[ -d /dev/shm ] && [ -w /dev/shm ] || skip "no writable /dev/shm"
+if [ ! -d /dev/shm ] || [ ! -w /dev/shm ]; then skip "no writable /dev/shm"; fi
 exec "$py" "$here/warm/warm_restart.py" "$server" "$1"
