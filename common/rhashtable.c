@@ -670,6 +670,20 @@ static void free_chain(struct rhashtable *ht, struct rhash_head *he,
 	}
 }
 
+void rhashtable_stop_worker(struct rhashtable *ht)
+{
+	struct rhashtable__ctl *ctl = ht->ctl;
+
+	if (ctl->joined)
+		return;
+	pthread_mutex_lock(&ctl->lock);
+	atomic_store_explicit(&ctl->stop, true, memory_order_relaxed);
+	pthread_cond_signal(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+	pthread_join(ctl->worker, NULL);
+	ctl->joined = true;
+}
+
 void rhashtable_free_and_destroy(struct rhashtable *ht,
 				 void (*free_fn)(void *ptr, void *arg),
 				 void *arg)
@@ -677,11 +691,7 @@ void rhashtable_free_and_destroy(struct rhashtable *ht,
 	struct rhashtable__ctl *ctl = ht->ctl;
 	struct bucket_table *tbl;
 
-	pthread_mutex_lock(&ctl->lock);
-	atomic_store_explicit(&ctl->stop, true, memory_order_relaxed);
-	pthread_cond_signal(&ctl->cond);
-	pthread_mutex_unlock(&ctl->lock);
-	pthread_join(ctl->worker, NULL);
+	rhashtable_stop_worker(ht);
 
 	tbl = atomic_load_explicit(&ht->tbl, memory_order_relaxed);
 	while (tbl) {

@@ -814,6 +814,15 @@ int rhashtable_init(struct rhashtable *ht,
 void rhashtable_free_and_destroy(struct rhashtable *ht,
 				 void (*free_fn)(void *ptr, void *arg),
 				 void *arg);
+/*
+ * Ends the resize worker: once this returns, no entry moves between tables
+ * (a resize in progress stays half done; lookups and walks still find
+ * everything) and nothing but the caller's own calls writes an entry's
+ * rhash_head. For a caller that checksums the objects where they lie
+ * (server/cache_file.c seals them in a file). Inserts and removes still
+ * work; the table no longer grows or shrinks. Idempotent; destroy calls it.
+ */
+void rhashtable_stop_worker(struct rhashtable *ht);
 void rhashtable_destroy(struct rhashtable *ht);
 
 /* Number of objects in the table; exact when no writer is running. */

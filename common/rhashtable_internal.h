@@ -29,6 +29,7 @@ struct rhashtable__ctl {
 	pthread_cond_t cond;  /* wakes the worker */
 	pthread_t worker;
 	_Atomic bool stop;
+	bool joined; /* the worker has ended (rhashtable_stop_worker) */
 	_Atomic int run_pending;      /* worker kicked since it last looked */
 	_Atomic int reseed_requested; /* a chain over RHT_ELASTICITY */
 	_Atomic int force_reseed;     /* rht__force_reseed() */

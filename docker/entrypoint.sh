@@ -8,7 +8,9 @@
 #
 # Environment (each optional): RHKV_LISTEN (default 0.0.0.0), RHKV_PORT,
 # RHKV_MEMORY (MiB), RHKV_THREADS, RHKV_CONN_LIMIT, RHKV_MAX_ITEM_SIZE,
-# RHKV_IDLE_TIMEOUT, RHKV_METRICS_PORT, RHKV_VERBOSE=1|2,
+# RHKV_IDLE_TIMEOUT, RHKV_METRICS_PORT, RHKV_MEMORY_FILE (--memory-file:
+# a path on a tmpfs mount kept across restarts, docker/README.md),
+# RHKV_VERBOSE=1|2,
 # RHKV_NO_PROTECTED_MODE=1, RHKV_AUTH_FILE (read by rhkvd itself), and
 # for TLS RHKV_TLS_PORT, RHKV_TLS_CERT, RHKV_TLS_KEY, RHKV_TLS_CA,
 # RHKV_TLS_VERIFY, RHKV_TLS_MIN_VERSION, RHKV_TLS_CIPHERS,
@@ -44,6 +46,8 @@ done
 	set -- --idle-timeout "$RHKV_IDLE_TIMEOUT" "$@"
 [ -n "${RHKV_METRICS_PORT:-}" ] &&
 	set -- --metrics-port "$RHKV_METRICS_PORT" "$@"
+[ -n "${RHKV_MEMORY_FILE:-}" ] &&
+	set -- --memory-file "$RHKV_MEMORY_FILE" "$@"
 case ${RHKV_VERBOSE:-} in
 1) set -- -v "$@" ;;
 2) set -- -vv "$@" ;;

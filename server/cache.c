@@ -162,6 +162,10 @@ int cache_seal(struct cache *c)
 	cache__reclaim(c); /* retired units pooled or freed */
 	if (!c->file || c->sealed)
 		return 0;
+	/* A resize moving items between tables rewrites their chain
+	 * pointers, which lie in the segments being checksummed: a segment
+	 * changed after its checksum would be dropped at the next start. */
+	rhashtable_stop_worker(&c->ht);
 	if (cache__file_seal(c)) {
 		cache__file_close(c); /* unsealed: the next start is empty */
 		return -1;

@@ -163,9 +163,17 @@ static int open_file(const struct cache_file_config *fc, char *err, size_t cap,
 		     bool *refused, int *fd_out)
 {
 	struct stat st;
-	int fd =
-		open(fc->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bool created = true;
+	int fd = open(fc->path,
+		      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
+	/* Only a file this open created is given to owner: an empty one
+	 * someone else made (in /dev/shm anyone may) could still be open
+	 * in their process, and would show them every value stored. */
+	if (fd < 0 && errno == EEXIST) {
+		created = false;
+		fd = open(fc->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
 	*refused = false;
 	if (fd < 0) {
 		*refused = errno == ELOOP;
@@ -183,7 +191,7 @@ static int open_file(const struct cache_file_config *fc, char *err, size_t cap,
 		close(fd);
 		return refuse(err, cap, fc->path, "is not a regular file");
 	}
-	if (st.st_size == 0 && st.st_uid != fc->owner &&
+	if (created && st.st_uid != fc->owner &&
 	    fchown(fd, fc->owner, (gid_t)-1) == 0)
 		st.st_uid = fc->owner;
 	if (st.st_uid != fc->owner) {
@@ -567,10 +575,26 @@ int cache__file_open(struct cache *c, const struct cache_file_config *fc,
 struct seal_ctx {
 	uint32_t order[2];
 	int64_t now;
+	uint32_t flush_at; /* a delayed flush_all's second, or 0 */
 	uint64_t large_bytes, large_count;
 	FILE *large; /* the large items' area, written behind the arena */
 	bool failed;
 };
+
+/*
+ * A delayed flush_all pending at the stop would be forgotten (it lives in
+ * memory, not in the file) and every item it was to kill would come back
+ * and outlive it: the item expires when the flush was due instead (to the
+ * second, rounded up, as exptime has it).
+ */
+static void expire_at_flush(struct item *it, const struct seal_ctx *x)
+{
+	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
+
+	if (x->flush_at && (!exp || exp > x->flush_at))
+		atomic_store_explicit(&it->exptime, x->flush_at,
+				      memory_order_relaxed);
+}
 
 /* Marks what is not live in a segment and records it as sealed. */
 static void seal_segment(struct cache *c, struct seg *s, int log,
@@ -591,6 +615,8 @@ static void seal_segment(struct cache *c, struct seg *s, int log,
 		if (!live)
 			atomic_fetch_or_explicit(&it->usage, ITEM_SEALED_DEAD,
 						 memory_order_relaxed);
+		else
+			expire_at_flush(it, x);
 	}
 	rhkv_rcu_read_unlock();
 	rec->state = REC_SEALED;
@@ -614,6 +640,7 @@ static void seal_large(struct cache *c, struct item *it, struct seal_ctx *x)
 	rhkv_rcu_read_unlock();
 	if (!live || x->failed)
 		return;
+	expire_at_flush(it, x);
 	lr.check = checksum(it, lr.size);
 	if (fwrite(&lr, sizeof(lr), 1, x->large) != 1 ||
 	    fwrite(it, lr.size, 1, x->large) != 1 ||
@@ -630,7 +657,15 @@ int cache__file_seal(struct cache *c)
 	struct cache_file *f = c->file;
 	struct seal_ctx x = { .now = cache_now() };
 	struct file_header *h = header(c);
+	int64_t due =
+		atomic_load_explicit(&c->flush_due_ns, memory_order_acquire);
 	int fd;
+
+	if (due) {
+		int64_t at = (due + 999999999) / 1000000000;
+
+		x.flush_at = at > UINT32_MAX ? UINT32_MAX : (uint32_t)at;
+	}
 
 	memset(records(c), 0, c->nsegs * sizeof(struct seg_record));
 	header_fill(c, h);

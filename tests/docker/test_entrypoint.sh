@@ -43,6 +43,8 @@ check env-all '--no-protected-mode|-v|--metrics-port|9150|--idle-timeout|60|-I|2
 	RHKV_THREADS=4 RHKV_CONN_LIMIT=500 RHKV_MAX_ITEM_SIZE=2m \
 	RHKV_IDLE_TIMEOUT=60 RHKV_METRICS_PORT=9150 RHKV_VERBOSE=1 \
 	RHKV_NO_PROTECTED_MODE=1 --
+check env-memory-file '--memory-file|/var/lib/rhkv/cache|-m|512|-l|0.0.0.0|' \
+	RHKV_MEMORY=512 RHKV_MEMORY_FILE=/var/lib/rhkv/cache --
 check opt-out-false '-l|0.0.0.0|' RHKV_NO_PROTECTED_MODE=0 --
 check listen-in-args '-l|127.0.0.1|-p|5|' -- -l 127.0.0.1 -p 5
 check listen-long '--listen=::1|' RHKV_LISTEN=10.0.0.1 -- --listen=::1
