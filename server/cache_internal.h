@@ -154,8 +154,10 @@ struct cache {
 	struct seg_log logs[2];
 	_Atomic bool dead_segs; /* a sealed segment may have no live item */
 
-	/* flush_all: a snapshot of every thread's cas sequence; items at or
-	 * below their thread's entry are dead. flush_due_ns: a delayed flush
+	/* flush_all: a snapshot of every thread's cas sequence, plus one;
+	 * items below their thread's entry are dead. 0 flushes nothing, not
+	 * even sequence 0, which items restored from a memory file written
+	 * with fewer threads can decompose to. flush_due_ns: a delayed flush
 	 * to apply once that time comes (0: none). Every liveness check reads
 	 * flush_snap and tombs: they share a line nothing else writes. */
 	_Alignas(64) _Atomic uint64_t *flush_snap; /* [threads] */

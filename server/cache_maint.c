@@ -31,7 +31,8 @@ static void flush_apply(struct cache *c)
 		atomic_store_explicit(
 			&c->flush_snap[t],
 			atomic_load_explicit(&c->cas_seq[t].v,
-					     memory_order_relaxed),
+					     memory_order_relaxed) +
+				1,
 			memory_order_release);
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
 	cache__prefix_drop_all(c);
@@ -86,8 +87,7 @@ static enum item_fate flush_fate(struct cache *c, const struct item *it)
 	unsigned int t = (unsigned int)((it->cas - 1) % c->threads);
 	const struct tomb_set *s;
 
-	if (seq <=
-	    atomic_load_explicit(&c->flush_snap[t], memory_order_acquire))
+	if (seq < atomic_load_explicit(&c->flush_snap[t], memory_order_acquire))
 		return ITEM_FLUSHED;
 	s = atomic_load_explicit(&c->tombs, memory_order_acquire);
 	if (s && seq <= s->max_seq[t] && cache__tomb_covers(s, it, seq, t))

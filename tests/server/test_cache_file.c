@@ -4,7 +4,7 @@
  * above), and everything else starts empty or drops only what is damaged:
  * a file never sealed (a crash), other settings, another format, a
  * truncated file, a corrupted segment or large item; and the file's mode,
- * owner and kind are checked.
+ * owner and kind are checked. The thread count may change.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -45,20 +45,26 @@ static void teardown(void)
 
 TestSuite(cache_file, .init = setup, .fini = teardown, .timeout = 120);
 
-static struct cache *open_cache(uint64_t limit, uint32_t item_max,
-				struct cache_restore *r)
+static struct cache *open_threads(unsigned int threads, uint64_t limit,
+				  uint32_t item_max, struct cache_restore *r)
 {
 	const struct cache_file_config fc = { .path = path,
 					      .owner = (unsigned int)geteuid(),
 					      .item_max = item_max };
 	char err[300];
 	bool refused;
-	struct cache *c =
-		cache_create_file(2, limit, &fc, err, sizeof(err), &refused);
+	struct cache *c = cache_create_file(threads, limit, &fc, err,
+					    sizeof(err), &refused);
 
 	cr_assert_not_null(c, "%s", err);
 	cache_get_restore(c, r);
 	return c;
+}
+
+static struct cache *open_cache(uint64_t limit, uint32_t item_max,
+				struct cache_restore *r)
+{
+	return open_threads(2, limit, item_max, r);
 }
 
 static struct cache_key key(const char *s)
@@ -183,6 +189,62 @@ Test(cache_file, sealed_file_comes_back_whole)
 		     CACHE_STORED);
 	cr_assert_gt(fresh, max_cas);
 	free(cas);
+	cache_destroy(c);
+}
+
+/*
+ * -t may change across a restart: a cas value splits into a thread and a
+ * sequence by the thread count, so the first items' (cas 1 to threads)
+ * split into sequence 0 under more threads. They are alive, and a flush
+ * after the restart covers every restored item.
+ */
+Test(cache_file, other_thread_count_keeps_every_item)
+{
+	struct cache_restore r;
+	struct cache *c = open_threads(2, 64 * MB, 1 * MB, &r);
+	uint64_t cas[40], fresh;
+	char k[32];
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		cr_assert_eq(cache_store(c, (unsigned int)i % 2, CACHE_SET,
+					 key(k), 0, 0, k, strlen(k), 0,
+					 &cas[i]),
+			     CACHE_STORED);
+	}
+	cache_destroy(c);
+	for (unsigned int threads = 1; threads <= 16; threads *= 4) {
+		c = open_threads(threads, 64 * MB, 1 * MB, &r);
+		cr_assert_eq(r.how, CACHE_RESTORE_RESTORED, "%s", r.why);
+		cr_assert_eq(r.items, 40);
+		for (int i = 0; i < 40; i++) {
+			snprintf(k, sizeof(k), "k%d", i);
+			get(c, k, &g);
+			cr_assert(g.hit, "-t %u: %s lost", threads, k);
+			cr_assert_eq(g.cas, cas[i]);
+		}
+		cr_assert_eq(cache_store(c, threads - 1, CACHE_SET, key("new"),
+					 0, 0, "x", 1, 0, &fresh),
+			     CACHE_STORED);
+		cr_assert_gt(fresh, cas[39]);
+		cr_assert(cache_delete(c, key("new")));
+		cache_destroy(c);
+	}
+	/* The last restart: a prefix flush, then flush_all, cover them. */
+	c = open_threads(8, 64 * MB, 1 * MB, &r);
+	cr_assert_eq(r.items, 40);
+	cr_assert_eq(cache_flush_prefix(c, key("k1")), CACHE_STORED);
+	for (int i = 0; i < 40; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		get(c, k, &g);
+		cr_assert_eq(g.hit, k[1] != '1', "%s", k);
+	}
+	cache_flush(c, 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		get(c, k, &g);
+		cr_assert_not(g.hit, "%s survived flush_all", k);
+	}
 	cache_destroy(c);
 }
 
