@@ -78,18 +78,22 @@ void cache_flush(struct cache *c, int64_t delay)
 	pthread_mutex_unlock(&c->flush_lock);
 }
 
-/* Whether flush_all or a prefix flush invalidated the item. The
+/*
+ * Whether flush_all or a prefix flush invalidated the item. The
  * tombstones cost a load and a test when there are none, and one more
- * comparison for an item stored after all of them. */
+ * comparison for an item stored after all of them. They are read first:
+ * flush_all drops every tombstone after raising flush_snap, so a reader
+ * that sees them gone (acquire) sees the new flush_snap too.
+ */
 static enum item_fate flush_fate(struct cache *c, const struct item *it)
 {
 	uint64_t seq = (it->cas - 1) / c->threads;
 	unsigned int t = (unsigned int)((it->cas - 1) % c->threads);
-	const struct tomb_set *s;
+	const struct tomb_set *s =
+		atomic_load_explicit(&c->tombs, memory_order_acquire);
 
 	if (seq < atomic_load_explicit(&c->flush_snap[t], memory_order_acquire))
 		return ITEM_FLUSHED;
-	s = atomic_load_explicit(&c->tombs, memory_order_acquire);
 	if (s && seq <= s->max_seq[t] && cache__tomb_covers(s, it, seq, t))
 		return ITEM_PREFIX_FLUSHED;
 	return ITEM_ALIVE;

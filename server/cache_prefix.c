@@ -22,8 +22,11 @@
  * covered ones. Two writes may put an item with an old sequence into the
  * table later, by replacing one: eviction carrying an item forward and
  * meta delete emptying one. The sweep handles a replace that beats its
- * remove by looking the key up again (sweep_unlink), and both judge
- * liveness before they copy.
+ * remove by looking the key up again (sweep_visit), and a replace of an
+ * item the sweep unlinked first fails. Once the pass has ended, the
+ * tombstone stays in the published set for one more grace period: a
+ * reader that found a covered item just before the sweep unlinked it
+ * still tests it against the set, and must find the tombstone there.
  */
 #include <stdlib.h>
 
@@ -33,7 +36,13 @@
  * under tomb_lock. */
 struct tomb {
 	struct tomb *next_free; /* garbage, awaiting a grace period */
-	enum { TOMB_NEW, TOMB_WAITING, TOMB_ARMED } stage;
+	enum {
+		TOMB_NEW,
+		TOMB_WAITING,
+		TOMB_ARMED,
+		TOMB_DONE,
+		TOMB_RETIRING
+	} stage;
 	uint64_t pass; /* ARMED: retires when this sweep pass completes */
 	uint8_t len;
 	char prefix[CACHE_PREFIX_MAX];
@@ -351,70 +360,29 @@ void cache__prefix_drop_all(struct cache *c)
 
 /* ---- the maintenance thread's side ---- */
 
-/*
- * Frees garbage older than one grace period and arms the tombstones made
- * before it: each then waits for the next sweep pass to start and end.
- * Outside read-side sections (waits for a grace period when there is
- * anything to do).
- */
-void cache__prefix_tick(struct cache *c)
+/* Takes the RETIRING tombstones out of the active list and publishes the
+ * set without them; they become garbage. On no memory they go back to
+ * DONE, for the next tick. Under tomb_lock. */
+static void retire_locked(struct cache *c)
 {
-	struct tomb_set *sets;
-	struct tomb *tombs;
-	bool waiting = false;
-
-	pthread_mutex_lock(&c->tomb_lock);
-	sets = c->sets_garbage;
-	tombs = c->tombs_garbage;
-	c->sets_garbage = NULL;
-	c->tombs_garbage = NULL;
-	for (unsigned int i = 0; i < c->tomb_n; i++)
-		if (c->tomb_active[i]->stage == TOMB_NEW) {
-			c->tomb_active[i]->stage = TOMB_WAITING;
-			waiting = true;
-		}
-	pthread_mutex_unlock(&c->tomb_lock);
-	if (!waiting && !sets && !tombs)
-		return;
-	rhkv_rcu_synchronize();
-	free_garbage(sets, tombs);
-	if (!waiting)
-		return;
-	pthread_mutex_lock(&c->tomb_lock);
-	for (unsigned int i = 0; i < c->tomb_n; i++) {
-		struct tomb *t = c->tomb_active[i];
-
-		if (t->stage == TOMB_WAITING) {
-			t->stage = TOMB_ARMED;
-			t->pass = c->sweep_started + 1;
-		}
-	}
-	pthread_mutex_unlock(&c->tomb_lock);
-}
-
-/* Sweep pass number `pass` has ended: the tombstones armed for it (or an
- * earlier one) retire. The set without them is published first; they are
- * freed with the old set, a grace period later. */
-void cache__prefix_pass_done(struct cache *c, uint64_t pass)
-{
-	unsigned int kept = 0, n;
+	unsigned int kept = 0, n = c->tomb_n;
 	struct tomb *gone = NULL;
 
-	pthread_mutex_lock(&c->tomb_lock);
-	n = c->tomb_n;
 	for (unsigned int i = 0; i < n; i++) {
 		struct tomb *t = c->tomb_active[i];
 
-		if (t->stage == TOMB_ARMED && t->pass <= pass) {
+		if (t->stage == TOMB_RETIRING) {
 			t->next_free = gone;
 			gone = t;
 		} else {
 			c->tomb_active[kept++] = t;
 		}
 	}
+	if (!gone)
+		return;
 	c->tomb_n = kept;
-	if (gone && !set_publish(c)) {
-		/* No memory for the new set: they stay for the next pass. */
+	if (!set_publish(c)) {
+		/* Put back in order: the list is sorted by prefix. */
 		while (gone) {
 			struct tomb *next = gone->next_free;
 			bool found;
@@ -425,8 +393,10 @@ void cache__prefix_pass_done(struct cache *c, uint64_t pass)
 				(c->tomb_n - at) * sizeof(c->tomb_active[0]));
 			c->tomb_active[at] = gone;
 			c->tomb_n++;
+			gone->stage = TOMB_DONE;
 			gone = next;
 		}
+		return;
 	}
 	while (gone) {
 		struct tomb *next = gone->next_free;
@@ -434,6 +404,74 @@ void cache__prefix_pass_done(struct cache *c, uint64_t pass)
 		tomb_garbage(c, gone);
 		cache__count(&c->prefix_retired);
 		gone = next;
+	}
+}
+
+/*
+ * Every tick, outside read-side sections: frees garbage older than one
+ * grace period, and when there is anything to do waits for one (a single
+ * wait serves all three):
+ * - tombstones made before it are armed: each then waits for the next
+ *   sweep pass to start and end;
+ * - tombstones whose pass had ended before it leave the published set. A
+ *   reader may have found a covered item just before the sweep unlinked
+ *   it and test it against the set only now: until that reader's section
+ *   ends the set must still hold the tombstone.
+ */
+void cache__prefix_tick(struct cache *c)
+{
+	struct tomb_set *sets;
+	struct tomb *tombs;
+	bool waiting = false, retiring = false;
+
+	pthread_mutex_lock(&c->tomb_lock);
+	sets = c->sets_garbage;
+	tombs = c->tombs_garbage;
+	c->sets_garbage = NULL;
+	c->tombs_garbage = NULL;
+	for (unsigned int i = 0; i < c->tomb_n; i++) {
+		struct tomb *t = c->tomb_active[i];
+
+		if (t->stage == TOMB_NEW) {
+			t->stage = TOMB_WAITING;
+			waiting = true;
+		} else if (t->stage == TOMB_DONE) {
+			t->stage = TOMB_RETIRING;
+			retiring = true;
+		}
+	}
+	pthread_mutex_unlock(&c->tomb_lock);
+	if (!waiting && !retiring && !sets && !tombs)
+		return;
+	rhkv_rcu_synchronize();
+	free_garbage(sets, tombs);
+	if (!waiting && !retiring)
+		return;
+	pthread_mutex_lock(&c->tomb_lock);
+	for (unsigned int i = 0; i < c->tomb_n; i++) {
+		struct tomb *t = c->tomb_active[i];
+
+		if (t->stage == TOMB_WAITING) {
+			t->stage = TOMB_ARMED;
+			t->pass = c->sweep_started + 1;
+		}
+	}
+	/* A flush of the same prefix, or flush_all, may have replaced some
+	 * meanwhile: those are garbage already. */
+	retire_locked(c);
+	pthread_mutex_unlock(&c->tomb_lock);
+}
+
+/* Sweep pass number `pass` has ended: the tombstones armed for it (or an
+ * earlier one) are done; the next tick retires them. */
+void cache__prefix_pass_done(struct cache *c, uint64_t pass)
+{
+	pthread_mutex_lock(&c->tomb_lock);
+	for (unsigned int i = 0; i < c->tomb_n; i++) {
+		struct tomb *t = c->tomb_active[i];
+
+		if (t->stage == TOMB_ARMED && t->pass <= pass)
+			t->stage = TOMB_DONE;
 	}
 	pthread_mutex_unlock(&c->tomb_lock);
 }
