@@ -264,12 +264,12 @@ void h_sleep_ms(long ms);
 	} while (0)
 /* A suite's .fini: closes *CONN and stops the server *S (if started),
  * which must exit 0 (a sanitizer's report makes it exit otherwise). */
-#define STOP_RHKVD(s, conn)                                                    \
-	do {                                                                   \
-		if (!(s)->pid)                                                 \
-			break;                                                 \
-		hc_close(conn);                                                \
-		H_EXPECT_EXIT_OK(srv_stop(s), "the server after SIGTERM");     \
+#define STOP_RHKVD(s, conn)                                                \
+	do {                                                               \
+		if (!(s)->pid)                                             \
+			break;                                             \
+		hc_close(conn);                                            \
+		H_EXPECT_EXIT_OK(srv_stop(s), "the server after SIGTERM"); \
 	} while (0)
 #define SYNC(c, s)                                                 \
 	do {                                                       \
