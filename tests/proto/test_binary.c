@@ -873,7 +873,7 @@ static const struct {
 	{ PROTO_OP_NOOP, 0, 0 },       { PROTO_OP_QUIT, 0, 0 },
 	{ PROTO_OP_AUTH, 1, 1 },       { PROTO_OP_META_GET, 1, 2 },
 	{ PROTO_OP_META_SET, 2, 3 },   { PROTO_OP_META_DELETE, 1, 2 },
-	{ PROTO_OP_META_ARITH, 1, 2 },
+	{ PROTO_OP_META_ARITH, 1, 2 }, { PROTO_OP_FLUSH_PREFIX, 1, 1 },
 };
 
 Test(binary, wrong_arity)
@@ -907,8 +907,8 @@ Test(binary, wrong_arity)
 Test(binary, unknown_ops)
 {
 	static const uint64_t ops[] = { 0,
-					26,
 					27,
+					28,
 					127,
 					255,
 					UINT32_MAX,
@@ -2560,12 +2560,13 @@ Test(binary, meta_malformed_replies)
 Test(binary, names)
 {
 	static const char *const ops[] = {
-		NULL,	      "get",	 "gets",     "mget",	 "set",
-		"add",	      "replace", "append",   "prepend",	 "cas",
-		"delete",     "incr",	 "decr",     "touch",	 "gat",
-		"flush_all",  "scan",	 "stats",    "version",	 "noop",
-		"quit",	      "auth",	 "meta_get", "meta_set", "meta_delete",
-		"meta_arith",
+		NULL,	       "get",	     "gets",	     "mget",
+		"set",	       "add",	     "replace",	     "append",
+		"prepend",     "cas",	     "delete",	     "incr",
+		"decr",	       "touch",	     "gat",	     "flush_all",
+		"scan",	       "stats",	     "version",	     "noop",
+		"quit",	       "auth",	     "meta_get",     "meta_set",
+		"meta_delete", "meta_arith", "flush_prefix",
 	};
 	static const char *const sts[] = {
 		"OK",	       "NOT_FOUND",    "NOT_STORED",	"EXISTS",
@@ -2576,7 +2577,7 @@ Test(binary, names)
 	for (uint32_t op = 1; op <= PROTO_OP_MAX; op++)
 		cr_assert_str_eq(proto_bin_op_name(op), ops[op]);
 	cr_assert_str_eq(proto_bin_op_name(0), "?");
-	cr_assert_str_eq(proto_bin_op_name(26), "?");
+	cr_assert_str_eq(proto_bin_op_name(27), "?");
 	cr_assert_str_eq(proto_bin_op_name(UINT32_MAX), "?");
 	for (uint32_t s = 0; s <= PROTO_ST_MAX; s++)
 		cr_assert_str_eq(proto_bin_status_name(s), sts[s]);
