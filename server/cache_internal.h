@@ -251,11 +251,12 @@ int cache__prefix_init(struct cache *c);
 void cache__prefix_destroy(struct cache *c);
 /* flush_all made every tombstone redundant; under flush_lock. */
 void cache__prefix_drop_all(struct cache *c);
-/* The maintenance thread, every tick: frees what a grace period has freed
- * and arms new tombstones for the next sweep pass (may wait for a grace
- * period; outside read-side sections). */
+/* The maintenance thread, every tick: frees what a grace period has freed,
+ * arms new tombstones for the next sweep pass and retires those whose pass
+ * has ended (may wait for a grace period; outside read-side sections). */
 void cache__prefix_tick(struct cache *c);
-/* The maintenance thread: sweep pass number `pass` has ended. */
+/* The maintenance thread: sweep pass number `pass` has ended; the
+ * tombstones armed for it retire at the next tick. */
 void cache__prefix_pass_done(struct cache *c, uint64_t pass);
 
 /* Why an item is dead, if it is (cache__item_fate). */
