@@ -43,7 +43,7 @@ struct tomb {
 		TOMB_DONE,
 		TOMB_RETIRING
 	} stage;
-	uint64_t pass; /* ARMED: retires when this sweep pass completes */
+	uint64_t pass; /* ARMED: done when this sweep pass completes */
 	uint8_t len;
 	char prefix[CACHE_PREFIX_MAX];
 	uint64_t snap[]; /* [threads]: each thread's cas sequence then */

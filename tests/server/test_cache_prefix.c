@@ -2,7 +2,8 @@
  * Prefix flushes at the cache API (cache_flush_prefix): what every read
  * and write sees of a covered item, nested and binary prefixes, a random
  * model test, the bound on pending tombstones, flush_all taking them over,
- * and memory coming back once the sweep has unlinked what they covered.
+ * memory coming back once the sweep has unlinked what they covered, and a
+ * reader holding a covered item while its tombstone retires.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -464,5 +465,54 @@ Test(cache_prefix, memory_returns_after_the_sweep)
 		snprintf(k, sizeof(k), "kept:%d", i);
 		cr_assert(hit(c, k));
 	}
+	done(c);
+}
+
+/* ---- retirement ---- */
+
+/*
+ * A reader that found a covered item just before the sweep unlinked it
+ * must still see it dead for the rest of its read-side section, however
+ * long: the tombstone leaves the published set only a grace period after
+ * its sweep pass has ended.
+ */
+Test(cache_prefix, retirement_waits_for_readers)
+{
+	struct cache *c = new_cache(64 * MB);
+	struct cache_stats st;
+	unsigned long passes;
+	struct item *it;
+
+	cr_assert_eq(set(c, "p:1", "old"), CACHE_STORED);
+	cache_sweep_enable(c, false);
+	cr_assert_eq(flush(c, "p:"), CACHE_STORED);
+	/* The maintenance thread's ticks arm the tombstone meanwhile. */
+	usleep(500000);
+	passes = stats(c).sweep_passes;
+
+	rhkv_rcu_read_lock();
+	it = cache_lookup_any(c, key("p:1"));
+	cr_assert_not_null(it, "the sweep ran while paused");
+	cr_assert_not(cache_item_live(c, it, cache_now()));
+	cache_sweep_enable(c, true);
+	/* The first pass after the pause unlinks the item (no pass was
+	 * running: nothing asked for one before the flush). */
+	for (int i = 0; i < 1000; i++) {
+		st = stats(c);
+		if (st.sweep_passes > passes && st.prefix_reclaimed)
+			break;
+		usleep(10000);
+	}
+	cr_assert_gt(st.sweep_passes, passes);
+	cr_assert_eq(st.prefix_reclaimed, 1);
+	/* Give a retirement that did not wait for us time to happen. */
+	usleep(300000);
+	cr_assert_not(cache_item_live(c, it, cache_now()),
+		      "a covered item came back to life for its reader");
+	cr_assert_eq(stats(c).prefix_tombstones, 1);
+	rhkv_rcu_read_unlock();
+
+	wait_retired(c);
+	cr_assert_not(hit(c, "p:1"));
 	done(c);
 }
