@@ -198,6 +198,10 @@ void cmd_mset(struct conn *c, const struct request *r)
 		.vivify = q->has_vivify,
 		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
 		.nbytes_out = &m.size,
+		/* A large value received straight into its item (conn.c) is
+		 * stored as it is, as the classic set stores it: no second
+		 * item, no copy. */
+		.landed = r->landed,
 	};
 	uint64_t cas = 0;
 	enum cache_result res;

@@ -379,3 +379,142 @@ Test(landing, memcached_binary_set)
 	free(v);
 	conn_close(c);
 }
+
+/* Sets the limit so that one more large item of vlen bytes fits, beside
+ * what the cache holds now, but not two: a write that copied the landed
+ * value into a second item would be refused. */
+static void room_for_one(size_t vlen)
+{
+	/* The item's header, key, chosen cas and allocator rounding. */
+	uint64_t one = vlen + 4096;
+	struct cache_stats cs;
+
+	cache_set_limit(srv.cache, 16u << 20);
+	cache_reclaim(srv.cache);
+	cache_get_stats(srv.cache, &cs, false);
+	/* Pooled segments do not count (a large item takes their room), and
+	 * writers leave a segment's room for eviction's carry. */
+	cache_set_limit(srv.cache, cs.accounted -
+					   cs.segments_free * cs.segment_size +
+					   cs.hash_bytes + cs.segment_size +
+					   one + one / 2);
+}
+
+/*
+ * A meta set's value lands in the item it is stored as, as a classic
+ * set's does, in every mode that stores the request's value whole: with
+ * room for one item of its size (not two) each is stored, not refused for
+ * a second copy. A small old value, where the mode wants one, is stored
+ * before the room is measured; append joins (a new item anyway) under the
+ * normal limit.
+ */
+Test(landing, meta_set_stores_its_landed_item)
+{
+	/* More than twice a segment (128 KiB): the maintenance thread's
+	 * headroom (two segments) leaves the stored item alone. */
+	enum { VLEN = 400000 };
+	static const struct {
+		const char *old; /* stored first (NULL: none) */
+		const char *line;
+		const char *reply; /* what the line ends with, then mn */
+		const char *key;
+		uint32_t flags;
+	} cases[] = {
+		{ NULL, "ms s1 400000 F3 T0", "HD\r\nMN\r\n", "s1", 3 },
+		{ NULL, "ms s2 400000 ME F1", "HD\r\nMN\r\n", "s2", 1 },
+		{ "set s3 9 0 3\r\nold\r\n", "ms s3 400000 MR F4",
+		  "HD\r\nMN\r\n", "s3", 4 },
+		{ "set s4 9 0 3\r\nold\r\n", "ms s4 400000 C%CAS% F5",
+		  "HD\r\nMN\r\n", "s4", 5 },
+		/* An older cas with I: stored, marked stale. */
+		{ "set s5 9 0 3\r\nold\r\n", "ms s5 400000 C1 I F6",
+		  "HD\r\nMN\r\n", "s5", 6 },
+		/* I without a cas means nothing. */
+		{ NULL, "ms s6 400000 I F7", "HD\r\nMN\r\n", "s6", 7 },
+		/* "czc=" is base64 for "s7". */
+		{ NULL, "ms czc= 400000 b F8", "HD\r\nMN\r\n", "s7", 8 },
+		{ NULL, "ms s8 400000 q F9", "MN\r\n", "s8", 9 },
+		/* Append to a miss with N: the value is the new item. */
+		{ NULL, "ms s9 400000 MA N0", "HD\r\nMN\r\n", "s9", 0 },
+		{ NULL, "ms sa 400000 E12345 Oxy", "HD Oxy\r\nMN\r\n", "sa",
+		  0 },
+	};
+	struct conn *c = conn_new_memory(&w);
+	char *v = pattern(VLEN, 's'), *in, *out;
+	char line[96], cas[24] = "";
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const char *p = strstr(cases[i].line, "%CAS%");
+
+		if (cases[i].old) {
+			feed_str(c, cases[i].old);
+			free(take(NULL));
+			snprintf(line, sizeof(line), "mg %s c\r\n",
+				 cases[i].key);
+			feed_str(c, line);
+			out = take(NULL);
+			cr_assert_eq(sscanf(out, "HD c%20[0-9]", cas), 1, "%s",
+				     out);
+			free(out);
+		}
+		if (p)
+			snprintf(line, sizeof(line), "%.*s%s%s\r\n",
+				 (int)(p - cases[i].line), cases[i].line, cas,
+				 p + 5);
+		else
+			snprintf(line, sizeof(line), "%s\r\n", cases[i].line);
+		room_for_one(VLEN);
+		in = request(line, v, VLEN, "mn\r\n", &n);
+		feed(c, in, strlen(line) + 100);
+		feed(c, in + strlen(line) + 100, n - strlen(line) - 100);
+		free(in);
+		out = take(NULL);
+		cr_assert_str_eq(out, cases[i].reply, "%s: %s", line, out);
+		free(out);
+		cache_set_limit(srv.cache, 16u << 20);
+		expect_value(c, cases[i].key, cases[i].flags, v, VLEN);
+		snprintf(line, sizeof(line), "delete %s\r\n", cases[i].key);
+		feed_str(c, line);
+		free(take(NULL));
+	}
+	free(v);
+	conn_close(c);
+}
+
+/* Append and prepend with a landed value join it to the old one. */
+Test(landing, meta_append_and_prepend)
+{
+	enum { VLEN = 30000 };
+	struct conn *c = conn_new_memory(&w);
+	char *a = pattern(VLEN, 'a'), *b = pattern(VLEN, 'b');
+	char *joined = malloc(3 * VLEN), *in, *out;
+	uint64_t before = large_bytes();
+	size_t n;
+
+	cr_assert_not_null(joined);
+	feed_str(c, "ms j 30000 F2 T0\r\n");
+	feed(c, a, VLEN);
+	feed_str(c, "\r\n");
+	in = request("ms j 30000 MA\r\n", b, VLEN, "", &n);
+	feed(c, in, 100);
+	feed(c, in + 100, n - 100);
+	free(in);
+	in = request("ms j 30000 MP\r\n", b, VLEN, "mn\r\n", &n);
+	feed(c, in, 100);
+	feed(c, in + 100, n - 100);
+	free(in);
+	cr_assert_str_eq(out = take(NULL), "HD\r\nHD\r\nHD\r\nMN\r\n");
+	free(out);
+	memcpy(joined, b, VLEN);
+	memcpy(joined + VLEN, a, VLEN);
+	memcpy(joined + 2 * VLEN, b, VLEN);
+	expect_value(c, "j", 2, joined, 3 * VLEN);
+	feed_str(c, "delete j\r\n");
+	free(take(NULL));
+	cr_assert_eq(large_bytes(), before, "a joined source was not freed");
+	free(joined);
+	free(a);
+	free(b);
+	conn_close(c);
+}
