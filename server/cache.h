@@ -520,6 +520,15 @@ void cache_set_evict_hook(struct cache *c,
 			  void (*fn)(void *arg, const struct item *it),
 			  void *arg);
 
+/* Calls fn(arg, copy) each time eviction carries an item forward, from the
+ * evicting thread, right after the copy took the original's place in the
+ * table and before the evictor does anything else with it (under
+ * evict_lock, inside a read-side section: fn may read and touch items but
+ * must not store, take a cache lock or wait for a grace period). For tests
+ * of what readers do to a carried item at that moment; NULL: none. */
+void cache_set_carry_hook(struct cache *c,
+			  void (*fn)(void *arg, struct item *copy), void *arg);
+
 /*
  * Seconds since the oldest item still in the cache was stored (`stats
  * items` age): the first one still linked in the oldest unit of either

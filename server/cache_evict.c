@@ -103,6 +103,20 @@ static void count_gone(struct cache *c, struct item *it, bool live,
 					    : &c->evicted_unfetched);
 }
 
+/*
+ * Carrying an item forward. The copy is built privately, then swapped into
+ * the table in the original's place; from the swap on, readers find the
+ * copy and write its atomic fields (a touch's or gat's exptime, a visit's
+ * atime and bits, a recache win), so the evictor writes none of them after
+ * the swap but for bits that only ever get set (carry_marks): whatever it
+ * stored then could only undo a reader's newer write. The copy takes the
+ * original's times and marks last, just before the swap. A reader that
+ * found the original before the swap and writes to it after that snapshot
+ * loses the write (its touch's TTL, a visit's time), as if it had come
+ * just before the copy; closing that window of nanoseconds would cost
+ * every touch a lock. A win is not lost: carry_marks takes it over.
+ */
+
 /* A copy of it in the carry segment, its visit cleared; NULL: no room
  * (no segment free without evicting). Under evict_lock. */
 static struct item *carry_copy(struct cache *c, const struct item *it)
@@ -116,43 +130,48 @@ static struct item *carry_copy(struct cache *c, const struct item *it)
 		return NULL;
 	copy->node.next = NULL;
 	copy->cas = it->cas;
+	copy->nbytes16 = it->nbytes16;
+	copy->nkey = it->nkey;
+	/* The data never changes once linked: a plain copy. */
+	memcpy(copy->data, it->data, item_size(it) - ITEM_HEADER_BYTES);
+	/* What readers change in place, as late as it can be read. */
 	atomic_init(&copy->exptime,
 		    atomic_load_explicit(&it->exptime, memory_order_relaxed));
 	atomic_init(&copy->atime,
 		    atomic_load_explicit(&it->atime, memory_order_relaxed));
 	atomic_init(&copy->usage, (uint8_t)(item__usage(it) & ~ITEM_VISITED));
-	copy->nbytes16 = it->nbytes16;
-	copy->nkey = it->nkey;
-	/* The data never changes once linked: a plain copy. */
-	memcpy(copy->data, it->data, item_size(it) - ITEM_HEADER_BYTES);
 	return copy;
 }
 
-/*
- * After the swap: what a reader changed in the old item since it was
- * copied (a touch's exptime, a recache win, a fetch) goes to the copy.
- * A reader that found the old item before the swap and writes to it only
- * after this (between its lookup and its store, inside one read-side
- * section) loses that write, as if it had come just before the copy: a
- * touch's new TTL or a win. Left so: closing it would put a lock on
- * every touch for the sake of a window of nanoseconds.
- */
-static void catch_up(struct item *copy, const struct item *old)
+/* After the swap: the original's bits that are only ever set (a recache
+ * win, a fetch) and that a reader set on it since the snapshot, added to
+ * the copy's; nothing a reader set on the copy is undone. */
+static void carry_marks(struct item *copy, const struct item *old)
 {
 	uint8_t sticky =
 		item__usage(old) & (ITEM_WON | ITEM_FETCHED | ITEM_STALE);
 
-	atomic_store_explicit(
-		&copy->exptime,
-		atomic_load_explicit(&old->exptime, memory_order_relaxed),
-		memory_order_relaxed);
-	atomic_store_explicit(
-		&copy->atime,
-		atomic_load_explicit(&old->atime, memory_order_relaxed),
-		memory_order_relaxed);
-	if (sticky)
+	if (sticky & ~item__usage(copy))
 		atomic_fetch_or_explicit(&copy->usage, sticky,
 					 memory_order_relaxed);
+}
+
+/* The carry hook (cache_set_carry_hook), if one is set. */
+static void carry_hook(struct cache *c, struct item *copy)
+{
+	void (*hook)(void *, struct item *) =
+		atomic_load_explicit(&c->carry_hook, memory_order_acquire);
+
+	if (hook)
+		hook(atomic_load_explicit(&c->carry_arg, memory_order_relaxed),
+		     copy);
+}
+
+void cache_set_carry_hook(struct cache *c,
+			  void (*fn)(void *arg, struct item *copy), void *arg)
+{
+	atomic_store_explicit(&c->carry_arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&c->carry_hook, fn, memory_order_release);
 }
 
 /* The carry segment gives back the last copy (its replace failed). */
@@ -283,7 +302,8 @@ static bool evict_segment(struct cache *c, struct seg *u, bool force)
 					    &c->ht, &it->node, &copy->node,
 					    cache__params) == 0) {
 				carry_left -= n;
-				catch_up(copy, it);
+				carry_hook(c, copy);
+				carry_marks(copy, it);
 				cache__item_linked(c, copy);
 				cache__item_unlinked(c, it);
 				cache__count(&c->carried);

@@ -212,6 +212,9 @@ struct cache {
 	/* cache_set_evict_hook: arg is stored before fn (release). */
 	void (*_Atomic evict_hook)(void *arg, const struct item *it);
 	void *_Atomic evict_arg;
+	/* cache_set_carry_hook: the same. */
+	void (*_Atomic carry_hook)(void *arg, struct item *copy);
+	void *_Atomic carry_arg;
 	_Atomic unsigned long malloc_fails; /* items not allocated */
 	_Atomic unsigned long carried;	    /* visited items kept by eviction */
 	_Atomic unsigned long segs_freed_dead; /* emptied, freed early */
