@@ -310,8 +310,19 @@ int cache_seal(struct cache *c);
  * outside read-side sections. With a memory file, seals it first. */
 void cache_destroy(struct cache *c);
 
-/* Changes the limit (cache_memlimit); evicts down to it in the background. */
-void cache_set_limit(struct cache *c, uint64_t limit);
+/*
+ * Changes the limit (cache_memlimit); evicts down to it in the background.
+ * A limit above cache_limit_max is capped there. Returns the limit set.
+ */
+uint64_t cache_set_limit(struct cache *c, uint64_t limit);
+/*
+ * The highest limit the arena's segments can back: with a memory file,
+ * the limit it was created with (the file holds that many segments and
+ * cannot grow under a mapping readers use); without one, the address
+ * space reserved at the start (at least 65536 segments: 4 GiB at -m 8),
+ * rounded down to a MiB.
+ */
+uint64_t cache_limit_max(const struct cache *c);
 
 /*
  * Waits for one grace period, then reuses or frees every segment and large

@@ -119,6 +119,7 @@ struct cache {
 	 * retiring.
 	 */
 	_Atomic uint64_t limit;
+	uint64_t limit_max; /* the most the arena holds (cache_limit_max) */
 	_Atomic int64_t mem;
 	_Atomic int64_t live;	    /* linked items: segment bytes, or the
 				      footprint of a large one */
