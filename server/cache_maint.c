@@ -154,11 +154,22 @@ static int64_t stored_by(struct cache *c, uint64_t cas, int64_t now)
 }
 
 /* The write sequence of the first item below `end` in u that is still in
- * the table, or 0; *budget counts the items looked at down. Inside a
- * read-side section. */
+ * the table, or 0; *budget counts the items looked at down. A large unit
+ * holds one item whatever its `used` says (a landed item's counts 8 bytes
+ * for a cas it may not have chosen): walking on would read a header past
+ * its allocation. Inside a read-side section. */
 static uint64_t first_linked(struct cache *c, const struct seg *u, uint32_t end,
 			     long *budget)
 {
+	if (u->large) {
+		const struct item *it = (const struct item *)u->base;
+		struct cache_key k = { item_key(it), it->nkey };
+
+		(*budget)--;
+		return rhashtable_lookup(&c->ht, &k, cache__params) == it
+			       ? it->cas
+			       : 0;
+	}
 	for (uint32_t off = 0; off < end && (*budget)-- > 0;) {
 		const struct item *it = (const struct item *)(u->base + off);
 		struct cache_key k = { item_key(it), it->nkey };
