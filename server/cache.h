@@ -563,7 +563,9 @@ void cache_flush(struct cache *c, int64_t delay);
  * in the items. CACHE_STORED; CACHE_NOT_STORED when the limit of active
  * tombstones is reached (they retire as the sweep passes); CACHE_NO_MEMORY;
  * CACHE_NOT_FOUND for a prefix of a bad length. A prefix flushed again
- * replaces its tombstone (the newer covers all the older did).
+ * replaces its tombstone (the newer covers all the older did); flush_all
+ * drops the tombstones its snapshot covers, never one taken after it (a
+ * prefix flush that returns while a flush_all runs stays in force).
  */
 #define CACHE_PREFIX_MAX	     250
 #define CACHE_PREFIX_FLUSHES_DEFAULT 1024

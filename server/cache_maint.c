@@ -35,7 +35,7 @@ static void flush_apply(struct cache *c)
 				1,
 			memory_order_release);
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
-	cache__prefix_drop_all(c);
+	cache__prefix_drop_flushed(c);
 }
 
 void cache__flush_if_due(struct cache *c)
@@ -82,8 +82,8 @@ void cache_flush(struct cache *c, int64_t delay)
  * Whether flush_all or a prefix flush invalidated the item. The
  * tombstones cost a load and a test when there are none, and one more
  * comparison for an item stored after all of them. They are read first:
- * flush_all drops every tombstone after raising flush_snap, so a reader
- * that sees them gone (acquire) sees the new flush_snap too.
+ * flush_all drops the tombstones it covers after raising flush_snap, so a
+ * reader that sees them gone (acquire) sees the new flush_snap too.
  */
 static enum item_fate flush_fate(struct cache *c, const struct item *it)
 {
