@@ -731,7 +731,7 @@ Test(cache, cache_memlimit_capped_at_the_memory_file)
 
 	/* Every set stores, whatever the reply said; then the reply. */
 	memlimit_send(64, line, sizeof(line));
-	sets_all_stored("a", 40000); /* 40 MB through 16 MiB */
+	sets_all_stored("a", 24000); /* 24 MB through 16 MiB */
 	memlimit_check(64, line, capped, 16 * MIB);
 	read_stats(c, "", &s);
 	cr_assert_gt(stat_u64(&s, "evictions"), 0, "nothing evicted");
@@ -739,11 +739,11 @@ Test(cache, cache_memlimit_capped_at_the_memory_file)
 	/* Down, then up again: to the file's size, then past it. */
 	memlimit(8, "OK\r\n", 8 * MIB);
 	wait_within(8 * MIB);
-	sets_all_stored("b", 20000);
+	sets_all_stored("b", 12000);
 	memlimit(16, "OK\r\n", 16 * MIB);
-	sets_all_stored("c", 40000);
+	sets_all_stored("c", 24000);
 	memlimit(1000000, capped, 16 * MIB);
-	sets_all_stored("d", 40000);
+	sets_all_stored("d", 24000);
 	read_stats(c, "", &s);
 	cr_assert_leq(stat_u64(&s, "bytes"), 16 * MIB);
 	expect_cap(16 * MIB);
@@ -769,7 +769,7 @@ Test(cache, cache_memlimit_down_and_up_again)
 		     "the raised limit did not give room");
 	memlimit(8, "OK\r\n", 8 * MIB);
 	wait_within(8 * MIB);
-	sets_all_stored("b", 20000);
+	sets_all_stored("b", 12000);
 	memlimit(32, "OK\r\n", 32 * MIB);
 	sets_all_stored("c", 20000);
 	read_stats(c, "", &s);
