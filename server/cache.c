@@ -174,10 +174,21 @@ int cache_seal(struct cache *c)
 	return 0;
 }
 
-void cache_set_limit(struct cache *c, uint64_t limit)
+uint64_t cache_set_limit(struct cache *c, uint64_t limit)
 {
+	/* Room checks compare against the limit: one the arena cannot back
+	 * would let segments run out with nothing evicted, and every write
+	 * would fail from then on. */
+	if (limit > c->limit_max)
+		limit = c->limit_max;
 	atomic_store_explicit(&c->limit, limit, memory_order_relaxed);
 	cache__maint_wake(c);
+	return limit;
+}
+
+uint64_t cache_limit_max(const struct cache *c)
+{
+	return c->limit_max;
 }
 
 /* ---- reads ---- */

@@ -310,8 +310,19 @@ int cache_seal(struct cache *c);
  * outside read-side sections. With a memory file, seals it first. */
 void cache_destroy(struct cache *c);
 
-/* Changes the limit (cache_memlimit); evicts down to it in the background. */
-void cache_set_limit(struct cache *c, uint64_t limit);
+/*
+ * Changes the limit (cache_memlimit); evicts down to it in the background.
+ * A limit above cache_limit_max is capped there. Returns the limit set.
+ */
+uint64_t cache_set_limit(struct cache *c, uint64_t limit);
+/*
+ * The highest limit the arena's segments can back: with a memory file,
+ * the limit it was created with (the file holds that many segments and
+ * cannot grow under a mapping readers use); without one, the address
+ * space reserved at the start (at least 65536 segments: 4 GiB at -m 8),
+ * rounded down to a MiB.
+ */
+uint64_t cache_limit_max(const struct cache *c);
 
 /*
  * Waits for one grace period, then reuses or frees every segment and large
@@ -561,7 +572,9 @@ void cache_flush(struct cache *c, int64_t delay);
  * in the items. CACHE_STORED; CACHE_NOT_STORED when the limit of active
  * tombstones is reached (they retire as the sweep passes); CACHE_NO_MEMORY;
  * CACHE_NOT_FOUND for a prefix of a bad length. A prefix flushed again
- * replaces its tombstone (the newer covers all the older did).
+ * replaces its tombstone (the newer covers all the older did); flush_all
+ * drops the tombstones its snapshot covers, never one taken after it (a
+ * prefix flush that returns while a flush_all runs stays in force).
  */
 #define CACHE_PREFIX_MAX	     250
 #define CACHE_PREFIX_FLUSHES_DEFAULT 1024

@@ -119,6 +119,7 @@ struct cache {
 	 * retiring.
 	 */
 	_Atomic uint64_t limit;
+	uint64_t limit_max; /* the most the arena holds (cache_limit_max) */
 	_Atomic int64_t mem;
 	_Atomic int64_t live;	    /* linked items: segment bytes, or the
 				      footprint of a large one */
@@ -252,8 +253,9 @@ bool cache__tomb_covers(const struct tomb_set *s, const struct item *it,
 			uint64_t seq, unsigned int thread);
 int cache__prefix_init(struct cache *c);
 void cache__prefix_destroy(struct cache *c);
-/* flush_all made every tombstone redundant; under flush_lock. */
-void cache__prefix_drop_all(struct cache *c);
+/* flush_all has raised flush_snap: drops the tombstones it covers (not
+ * one a prefix flush took after flush_all's snapshot); under flush_lock. */
+void cache__prefix_drop_flushed(struct cache *c);
 /* The maintenance thread, every tick: frees what a grace period has freed,
  * arms new tombstones for the next sweep pass and retires those whose pass
  * has ended (may wait for a grace period; outside read-side sections). */

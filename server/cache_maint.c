@@ -35,7 +35,7 @@ static void flush_apply(struct cache *c)
 				1,
 			memory_order_release);
 	atomic_store_explicit(&c->sweep_wanted, true, memory_order_relaxed);
-	cache__prefix_drop_all(c);
+	cache__prefix_drop_flushed(c);
 }
 
 void cache__flush_if_due(struct cache *c)
@@ -82,8 +82,8 @@ void cache_flush(struct cache *c, int64_t delay)
  * Whether flush_all or a prefix flush invalidated the item. The
  * tombstones cost a load and a test when there are none, and one more
  * comparison for an item stored after all of them. They are read first:
- * flush_all drops every tombstone after raising flush_snap, so a reader
- * that sees them gone (acquire) sees the new flush_snap too.
+ * flush_all drops the tombstones it covers after raising flush_snap, so a
+ * reader that sees them gone (acquire) sees the new flush_snap too.
  */
 static enum item_fate flush_fate(struct cache *c, const struct item *it)
 {
@@ -154,11 +154,22 @@ static int64_t stored_by(struct cache *c, uint64_t cas, int64_t now)
 }
 
 /* The write sequence of the first item below `end` in u that is still in
- * the table, or 0; *budget counts the items looked at down. Inside a
- * read-side section. */
+ * the table, or 0; *budget counts the items looked at down. A large unit
+ * holds one item whatever its `used` says (a landed item's counts 8 bytes
+ * for a cas it may not have chosen): walking on would read a header past
+ * its allocation. Inside a read-side section. */
 static uint64_t first_linked(struct cache *c, const struct seg *u, uint32_t end,
 			     long *budget)
 {
+	if (u->large) {
+		const struct item *it = (const struct item *)u->base;
+		struct cache_key k = { item_key(it), it->nkey };
+
+		(*budget)--;
+		return rhashtable_lookup(&c->ht, &k, cache__params) == it
+			       ? it->cas
+			       : 0;
+	}
 	for (uint32_t off = 0; off < end && (*budget)-- > 0;) {
 		const struct item *it = (const struct item *)(u->base + off);
 		struct cache_key k = { item_key(it), it->nkey };

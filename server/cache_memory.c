@@ -46,10 +46,12 @@ int cache__memory_init(struct cache *c, const struct cache_file_config *fc,
 		 * the limit at run time finds no segment beyond them. */
 		if (cache__file_open(c, fc, err, cap, refused, restorable))
 			return -1;
+		c->limit_max = limit;
 	} else {
 		if (c->nsegs < ARENA_SEGS_MIN)
 			c->nsegs = ARENA_SEGS_MIN;
 		c->arena_bytes = c->nsegs * c->seg_size;
+		c->limit_max = c->arena_bytes & ~(uint64_t)((1u << 20) - 1);
 		/* Address space only: a page costs memory once written. */
 		c->arena = mmap(NULL, c->arena_bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,

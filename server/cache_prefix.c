@@ -339,20 +339,63 @@ enum cache_result cache_flush_prefix(struct cache *c, struct cache_key prefix)
 	return CACHE_STORED;
 }
 
-/* flush_all covers everything every tombstone does (its snapshot is
- * later): they all go. Under flush_lock. */
-void cache__prefix_drop_all(struct cache *c)
+/*
+ * flush_all has just raised flush_snap: the tombstones whose snapshot it
+ * covers for every thread are redundant and go. Only those: a prefix flush
+ * acknowledged after flush_all took its snapshot (between that and this
+ * call, under tomb_lock) is newer, and still covers items the flush_all
+ * did not. Under flush_lock, so flush_snap is the one just stored.
+ */
+void cache__prefix_drop_flushed(struct cache *c)
 {
-	pthread_mutex_lock(&c->tomb_lock);
-	if (c->tomb_n) {
-		unsigned int n = c->tomb_n;
+	unsigned int kept = 0, n, th = c->threads;
+	struct tomb *gone = NULL;
 
-		c->tomb_n = 0;
-		if (set_publish(c)) {
-			for (unsigned int i = 0; i < n; i++)
-				tomb_garbage(c, c->tomb_active[i]);
+	pthread_mutex_lock(&c->tomb_lock);
+	n = c->tomb_n;
+	for (unsigned int i = 0; i < n; i++) {
+		struct tomb *t = c->tomb_active[i];
+		bool covered = true;
+
+		/* Dead under flush_all: sequences below flush_snap; under
+		 * the tombstone: at or below its snap. */
+		for (unsigned int k = 0; k < th && covered; k++)
+			covered = t->snap[k] <
+				  atomic_load_explicit(&c->flush_snap[k],
+						       memory_order_relaxed);
+		if (covered) {
+			t->next_free = gone;
+			gone = t;
 		} else {
-			c->tomb_n = n;
+			c->tomb_active[kept++] = t;
+		}
+	}
+	if (gone) {
+		c->tomb_n = kept;
+		if (set_publish(c)) {
+			while (gone) {
+				struct tomb *next = gone->next_free;
+
+				tomb_garbage(c, gone);
+				gone = next;
+			}
+		} else {
+			/* No memory for the new set: keep them (redundant,
+			 * not wrong), back in prefix order. */
+			while (gone) {
+				struct tomb *next = gone->next_free;
+				bool found;
+				unsigned int at = active_find(
+					c, gone->prefix, gone->len, &found);
+
+				memmove(&c->tomb_active[at + 1],
+					&c->tomb_active[at],
+					(c->tomb_n - at) *
+						sizeof(c->tomb_active[0]));
+				c->tomb_active[at] = gone;
+				c->tomb_n++;
+				gone = next;
+			}
 		}
 	}
 	pthread_mutex_unlock(&c->tomb_lock);

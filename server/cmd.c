@@ -515,10 +515,31 @@ static void exec_verbosity(struct conn *c, const struct request *r)
 	say(c, r, REPLY_OK, NULL);
 }
 
+/* A limit above what the arena holds is capped there, and the reply says
+ * so in memcached's words for a limit it cannot set (a client that asked
+ * for more memory did not get it). */
 static void exec_memlimit(struct conn *c, const struct request *r)
 {
-	cache_set_limit(c->w->srv->cache, (uint64_t)r->memlimit << 20);
-	say(c, r, REPLY_OK, NULL);
+	struct cache *cache = c->w->srv->cache;
+	uint64_t want = (uint64_t)r->memlimit << 20;
+	uint64_t set = cache_set_limit(cache, want);
+	struct cache_restore rs;
+	char msg[120];
+
+	if (set == want) {
+		say(c, r, REPLY_OK, NULL);
+		return;
+	}
+	cache_get_restore(cache, &rs);
+	snprintf(msg, sizeof(msg),
+		 "MEMLIMIT_ADJUST_FAILED maxbytes capped at %" PRIu64
+		 "m: the %s holds no more",
+		 set >> 20,
+		 rs.how == CACHE_RESTORE_NONE
+			 ? "address space reserved at start"
+			 : "memory file");
+	/* REPLY_ERROR with a message prints the message alone. */
+	say(c, r, REPLY_ERROR, msg);
 }
 
 /*

@@ -371,12 +371,16 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
 {
 	struct cache_stats cs;
 	struct settings_ctx x = { k, 0, true };
+	char cap[24];
 
 	cache_get_stats(srv->cache, &cs, false);
 	x.maxbytes = cs.limit;
 	x.sweep = cache_sweep_enabled(srv->cache);
 	config_each(&srv->cfg, settings_entry, &x);
-	/* Not options: `stats detail` switches counting at run time. */
+	/* Not options: the most cache_memlimit can set (what the arena
+	 * holds); `stats detail` switches counting at run time. */
+	snprintf(cap, sizeof(cap), "%" PRIu64, cache_limit_max(srv->cache));
+	stats__put_text(k, "maxbytes_cap", NULL, cap);
 	stats__put_text(k, "stat_key_prefix", NULL, ":");
 	stats__put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
 	stats__put_text(

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -38,6 +39,18 @@ static struct hbuf breq;
 static char *vbuf;
 static char *scratch; /* a value being built */
 static size_t scratch_cap;
+/* A --memory-file test's directory under /dev/shm and its file ("" when
+ * none), removed once the server has stopped. */
+static char mf_dir[64], mf_path[96];
+
+static void memfile_remove(void)
+{
+	if (mf_path[0])
+		unlink(mf_path);
+	if (mf_dir[0])
+		rmdir(mf_dir);
+	mf_path[0] = mf_dir[0] = 0;
+}
 
 static void teardown(void)
 {
@@ -49,12 +62,15 @@ static void teardown(void)
 	free(scratch);
 	scratch = NULL;
 	scratch_cap = 0;
-	if (!srv.pid)
+	if (!srv.pid) {
+		memfile_remove();
 		return;
+	}
 	hc_close(&c);
 	hc_close(&c2);
 	status = srv_stop(&srv);
 	H_EXPECT_EXIT_OK(status, "the server after SIGTERM");
+	memfile_remove();
 }
 
 /* One timeout for every test of a runner: criterion 2.4.1 leaks (LSan)
@@ -605,6 +621,166 @@ Test(cache, cache_memlimit_shrinks_the_cache)
 	cr_assert_eq(hc_stats(c, "settings", &s, H_TIMEOUT_MS), 0);
 	cr_assert_str_eq(hstats_get(&s, "maxbytes"), "16777216",
 			 "stats settings does not follow cache_memlimit");
+}
+
+/* Sends N sets of 1000 bytes under keys PFX:i, each answered STORED. */
+static void sets_all_stored(const char *pfx, int n)
+{
+	char key[64], what[96];
+	int nsets = 0;
+
+	snprintf(what, sizeof(what), "sets %s:0..%d", pfx, n - 1);
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s:%d", pfx, i);
+		batched_set(c, key, 1000, &nsets, what);
+	}
+	flush_sets(c, &nsets, what);
+}
+
+/* Sends cache_memlimit MIB, reads its reply into LINE. */
+static void memlimit_send(unsigned mib, char *line, size_t cap)
+{
+	char req[64];
+
+	snprintf(req, sizeof(req), "cache_memlimit %u\r\n", mib);
+	SEND_N(c, req, strlen(req));
+	cr_assert_gt(hc_line(c, line, cap, H_TIMEOUT_MS), 0, "no reply to %s",
+		     req);
+}
+
+/* The reply LINE to cache_memlimit MIB, and the limit then in force. */
+static void memlimit_check(unsigned mib, const char *line, const char *reply,
+			   unsigned long long want)
+{
+	struct hstats s;
+
+	cr_assert_str_eq(line, reply, "reply to cache_memlimit %u", mib);
+	read_stats(c, "", &s);
+	cr_assert_eq(stat_u64(&s, "limit_maxbytes"), want,
+		     "limit_maxbytes after cache_memlimit %u", mib);
+	cr_assert_eq(hc_stats(c, "settings", &s, H_TIMEOUT_MS), 0);
+	cr_assert_eq(strtoull(hstats_get(&s, "maxbytes"), NULL, 10), want,
+		     "stats settings maxbytes after cache_memlimit %u", mib);
+}
+
+/* cache_memlimit MIB: the reply, and the limit then in force. */
+static void memlimit(unsigned mib, const char *reply, unsigned long long want)
+{
+	char line[256];
+
+	memlimit_send(mib, line, sizeof(line));
+	memlimit_check(mib, line, reply, want);
+}
+
+/* stats settings maxbytes_cap: the highest limit cache_memlimit sets. */
+static void expect_cap(unsigned long long cap)
+{
+	struct hstats s;
+	const char *v;
+
+	cr_assert_eq(hc_stats(c, "settings", &s, H_TIMEOUT_MS), 0);
+	v = hstats_get(&s, "maxbytes_cap");
+	cr_assert_not_null(v, "no stats settings maxbytes_cap");
+	cr_assert_eq(strtoull(v, NULL, 10), cap, "maxbytes_cap %s", v);
+}
+
+/* Waits until the cache holds at most the limit again (eviction runs in
+ * the background). */
+static void wait_within(unsigned long long limit)
+{
+	long long deadline = h_now_ms() + wait_ms(3000);
+	unsigned long long bytes;
+	struct hstats s;
+
+	for (;;) {
+		read_stats(c, "", &s);
+		bytes = stat_u64(&s, "bytes");
+		if (bytes <= limit || h_now_ms() > deadline)
+			break;
+		h_sleep_ms(50);
+	}
+	cr_assert_leq(bytes, limit, "bytes %llu above the limit %llu", bytes,
+		      limit);
+}
+
+/*
+ * A memory file holds the segments of the limit it was started with and
+ * cannot grow: a higher cache_memlimit is capped at that (the reply says
+ * so, stats follow), and the cache keeps evicting and storing. Raised
+ * past the file's segments, every write used to fail once they were all
+ * in use (SERVER_ERROR out of memory, no eviction). Lowering and raising
+ * again within the file's size works as without a file.
+ */
+Test(cache, cache_memlimit_capped_at_the_memory_file)
+{
+	static const char capped[] = "MEMLIMIT_ADJUST_FAILED maxbytes capped "
+				     "at 16m: the memory file holds no more"
+				     "\r\n";
+	const char *extra[] = { "-m", "16", "--memory-file", mf_path, NULL };
+	struct hstats s;
+	char line[256];
+
+	if (srv_kind_from_env() == SRV_MEMCACHED)
+		cr_skip_test("--memory-file is rhkvd's");
+	if (access("/dev/shm", W_OK))
+		cr_skip_test("no writable /dev/shm");
+	snprintf(mf_dir, sizeof(mf_dir), "/dev/shm/rhkv-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(mf_dir), "mkdtemp: errno %d", errno);
+	snprintf(mf_path, sizeof(mf_path), "%s/cache", mf_dir);
+	start(extra);
+
+	/* Every set stores, whatever the reply said; then the reply. */
+	memlimit_send(64, line, sizeof(line));
+	sets_all_stored("a", 24000); /* 24 MB through 16 MiB */
+	memlimit_check(64, line, capped, 16 * MIB);
+	read_stats(c, "", &s);
+	cr_assert_gt(stat_u64(&s, "evictions"), 0, "nothing evicted");
+
+	/* Down, then up again: to the file's size, then past it. */
+	memlimit(8, "OK\r\n", 8 * MIB);
+	wait_within(8 * MIB);
+	sets_all_stored("b", 12000);
+	memlimit(16, "OK\r\n", 16 * MIB);
+	sets_all_stored("c", 20000);
+	memlimit(1000000, capped, 16 * MIB);
+	sets_all_stored("d", 20000);
+	wait_within(16 * MIB);
+	expect_cap(16 * MIB);
+	SYNC(c, &srv);
+}
+
+/*
+ * Without a file: raising the limit gives the cache room at once, lowering
+ * it evicts down, raising it again gives the room back. The arena reserves
+ * address space for 65536 segments at the start (4 GiB at -m 8): a limit
+ * above that is capped as a memory file's is.
+ */
+Test(cache, cache_memlimit_down_and_up_again)
+{
+	static const char *const extra[] = { "-m", "8", NULL };
+	struct hstats s;
+
+	start(extra);
+	memlimit(16, "OK\r\n", 16 * MIB);
+	sets_all_stored("a", 12000); /* 12 MB: more than -m 8 holds */
+	read_stats(c, "", &s);
+	cr_assert_gt(stat_u64(&s, "bytes"), 9 * MIB,
+		     "the raised limit did not give room");
+	memlimit(8, "OK\r\n", 8 * MIB);
+	wait_within(8 * MIB);
+	sets_all_stored("b", 10000);
+	memlimit(16, "OK\r\n", 16 * MIB);
+	sets_all_stored("c", 12000);
+	read_stats(c, "", &s);
+	cr_assert_gt(stat_u64(&s, "bytes"), 9 * MIB,
+		     "raised again, the limit did not give room");
+	memlimit(1000000,
+		 "MEMLIMIT_ADJUST_FAILED maxbytes capped at 4096m: the address "
+		 "space reserved at start holds no more\r\n",
+		 4096 * MIB);
+	sets_all_stored("d", 2000);
+	expect_cap(4096 * MIB);
+	SYNC(c, &srv);
 }
 
 /* ---- 6. an item larger than the limit ---- */

@@ -324,6 +324,31 @@ Test(cache_file, other_settings_start_empty)
 	assert_empty_because(64 * MB, 2 * MB, "-I was");
 }
 
+/* The file holds the segments of the limit it was made for: a higher
+ * limit is capped there, and a full cache keeps evicting to store (a
+ * limit past the file's segments once left every write failing). */
+Test(cache_file, limit_is_capped_at_the_file)
+{
+	struct cache_restore r;
+	struct cache *c = open_cache(8 * MB, 1 * MB, &r);
+	struct cache_stats st;
+	char k[32], v[1000];
+
+	cr_assert_eq(cache_limit_max(c), 8 * MB);
+	cr_assert_eq(cache_set_limit(c, 64 * MB), 8 * MB);
+	memset(v, 'v', sizeof(v));
+	for (int i = 0; i < 20000; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, v,
+					 sizeof(v), 0, NULL),
+			     CACHE_STORED, "set %d of 20000", i);
+	}
+	cache_get_stats(c, &st, false);
+	cr_assert_gt(st.evictions, 0);
+	cr_assert_eq(cache_set_limit(c, 8 * MB), 8 * MB);
+	cache_destroy(c);
+}
+
 Test(cache_file, truncated_or_foreign_files_start_empty)
 {
 	int fd;
