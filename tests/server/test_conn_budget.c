@@ -8,8 +8,9 @@
  * for room to read its next line, and many connections holding half a
  * long line each (more input buffer than the budget in all): they drain
  * and finish, no deadlock. Only a request whose input alone needs more
- * than the whole budget is refused, with memcached's words. Skipped under
- * memcached (--conn-memory is rhkvd's).
+ * than the whole budget is refused, with memcached's words, and only a
+ * reply that alone outgrows it is cut. Skipped under memcached
+ * (--conn-memory is rhkvd's).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -35,10 +36,13 @@ static struct hbuf breq;
 
 /* --conn-memory 2 (MiB): fifty replies of about half a megabyte at once
  * are ten times that. -I 4m lets a get line be up to 4 MiB long, so that
- * one between the budget and the line limit is refused by the budget. */
+ * one between the budget and the line limit is refused by the budget.
+ * --output-limit 4m: a connection's pipelined gets run in one batch, their
+ * replies together past the budget. */
 static const char *const flags[] = { "-t", "4",	 "--conn-memory",
 				     "2",  "-I", "4m",
-				     "-m", "64", NULL };
+				     "-m", "64", "--output-limit",
+				     "4m", NULL };
 
 static void setup(void)
 {
@@ -351,5 +355,43 @@ Test(conn_budget, only_a_request_larger_than_the_budget_is_refused)
 	cr_assert_str_eq(line,
 			 "SERVER_ERROR out of memory reading request\r\n");
 	cr_assert_eq(hc_closed(conns[0], H_TIMEOUT_MS), 1, "not closed");
+	SYNC(c, &srv);
+}
+
+/* ---- a reply is cut only for its own size ---- */
+
+/* Two pipelined gets of 25 values of 60,000 bytes (1.5 MB each, within
+ * the 2 MiB budget): both whole, though together they pass it. */
+Test(conn_budget, replies_pending_before_a_reply_do_not_cut_it)
+{
+	static struct hvalue v;
+	static char val[60000];
+
+	memset(val, 'v', sizeof(val));
+	breq.len = 0;
+	hbuf_printf(&breq, "set big 0 0 %zu\r\n", sizeof(val));
+	hbuf_add(&breq, val, sizeof(val));
+	hbuf_printf(&breq, "\r\n");
+	SEND_N(c, breq.p, breq.len);
+	EXPECT(c, "STORED\r\n");
+	breq.len = 0;
+	for (int r = 0; r < 2; r++) {
+		hbuf_printf(&breq, "get");
+		for (int i = 0; i < 25; i++)
+			hbuf_printf(&breq, " big");
+		hbuf_printf(&breq, "\r\n");
+	}
+	SEND_N(c, breq.p, breq.len);
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 25; i++) {
+			cr_assert_eq(hc_value(c, &v, H_TIMEOUT_MS), 1,
+				     "reply %d, value %d: \"%.60s\"", r, i,
+				     v.line);
+			cr_assert_eq(v.len, sizeof(val));
+			cr_assert_eq(memcmp(v.val, val, sizeof(val)), 0);
+		}
+		cr_assert_eq(hc_value(c, &v, H_TIMEOUT_MS), 0,
+			     "reply %d: \"%.60s\" instead of END", r, v.line);
+	}
 	SYNC(c, &srv);
 }
