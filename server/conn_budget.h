@@ -9,11 +9,15 @@
  *
  * Concurrency: conn_budget_account may run on any worker thread at once
  * (one atomic add, and the lock only while connections wait);
- * conn_budget_take, _release and _cancel run on the connection's own
- * thread and take the lock, only under memory pressure: a connection that
- * neither waits nor holds the overdraft never calls the last two. The queue, each connection's budget_* fields
- * and the overdraft are read and written only under the lock; the total
- * is an atomic, so that `stats` may read it without.
+ * conn_budget_take (at each growth of an input buffer past its initial
+ * size), _release and _cancel (only for a connection that waits or holds
+ * the overdraft) run on the connection's own thread and take the lock.
+ * The queue, each connection's budget_* fields and the overdraft are read
+ * and written only under the lock (budget_wait and budget_over are also
+ * read by their own thread without it: only that thread writes them);
+ * the total is an atomic, so that `stats` may read it without. A wake
+ * is asked under the lock, so a connection that has left the queue
+ * (conn_budget_cancel, before its transport closes) gets none.
  */
 #ifndef RHKV_SERVER_CONN_BUDGET_H
 #define RHKV_SERVER_CONN_BUDGET_H
