@@ -32,6 +32,10 @@
  * (the socket likely holds more): then other connections get their turn. */
 #define READS_PER_WAKEUP 4
 
+/* Replies a connection may always have pending, however full
+ * --conn-memory is (held()). */
+#define OUTPUT_FLOOR RBUF_INITIAL
+
 /* How long a finished connection waits for the peer's EOF. */
 #define LINGER_S 2
 
@@ -63,16 +67,11 @@ static bool landing(const struct conn *c)
 	return c->land && c->land->it;
 }
 
-/* Brings srv->conn_bytes up to date with this connection's buffers: one
- * shared atomic add, only when they changed. */
+/* Brings the --conn-memory total up to date with this connection's
+ * buffers: one shared atomic add, only when they changed. */
 static void account(struct conn *c, size_t now)
 {
-	if (now != c->accounted) {
-		atomic_fetch_add_explicit(&c->w->srv->conn_bytes,
-					  (int64_t)now - (int64_t)c->accounted,
-					  memory_order_relaxed);
-		c->accounted = now;
-	}
+	conn_budget_account(&c->w->srv->budget, c, now);
 }
 
 static size_t buffer_bytes(const struct conn *c)
@@ -83,10 +82,15 @@ static size_t buffer_bytes(const struct conn *c)
 /* Whether connection buffers, all together, are past --conn-memory. */
 static bool conn_memory_full(const struct conn *c)
 {
-	const struct server *srv = c->w->srv;
+	return conn_budget_full(&c->w->srv->budget);
+}
 
-	return atomic_load_explicit(&srv->conn_bytes, memory_order_relaxed) >
-	       (int64_t)srv->cfg.conn_memory;
+/* Leaves the --conn-memory queue and gives back the overdraft: the
+ * connection closes, stops reading, or has room again. */
+static void budget_cancel(struct conn *c)
+{
+	if (c->budget_wait || c->budget_over)
+		conn_budget_cancel(&c->w->srv->budget, c);
 }
 
 bool conn_slot_take(struct server *srv)
@@ -191,6 +195,7 @@ void conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
 
+	budget_cancel(c); /* before the transport goes: a wake uses it */
 	watch_stop(c);
 	/* Out of the list before the fd closes: `stats conns` reads it. */
 	pthread_mutex_lock(&w->lock);
@@ -262,6 +267,21 @@ static size_t pending(const struct conn *c)
 
 /* ---- the batch loop ---- */
 
+/*
+ * Whether the next request waits for the replies already pending: past
+ * the connection's --output-limit, or, while all connection buffers
+ * together are past --conn-memory, past OUTPUT_FLOOR. A connection whose
+ * output is below the floor always runs its next request, so each one
+ * moves on as its own client reads, whatever the others hold, and small
+ * pipelined requests still go out together.
+ */
+static bool held(const struct conn *c, size_t hwm)
+{
+	size_t n = pending(c);
+
+	return n >= hwm || (n > OUTPUT_FLOOR && conn_memory_full(c));
+}
+
 /* Whether a request may run before the connection has authenticated. */
 static bool allowed_before_auth(const struct request *r)
 {
@@ -282,6 +302,7 @@ static void dispatch(struct conn *c, enum decode_status st,
 			ops->status(c, r, REPLY_AUTH_REQUIRED, NULL);
 			return;
 		}
+		c->reply_start = evbuffer_get_length(c->out);
 		cmd_execute(c, r);
 		t1 = latency_now_ns();
 		latency_record(&c->w->lat[cmd_latency_class(r)], t1 - *t0);
@@ -325,7 +346,7 @@ static size_t run_batch(struct conn *c)
 	size_t off = 0;
 
 	while (off < c->rlen && !c->close_when_done && !c->broken &&
-	       !c->watch && !c->dumping && pending(c) < hwm) {
+	       !c->watch && !c->dumping && !held(c, hwm)) {
 		const char *buf = c->rbuf + off;
 		size_t n = c->rlen - off;
 		struct request *r = &req[cur], *next = &req[cur ^ 1];
@@ -518,6 +539,19 @@ static bool land_read(struct conn *c)
 
 /* ---- reading and processing ---- */
 
+/* Whether the input needs no more room for its first request: none there,
+ * or all of it (a landing value needs none: it goes to its item). */
+static bool first_request_whole(struct conn *c)
+{
+	struct request r;
+
+	if (!c->rlen || c->swallow || landing(c) || c->land_next)
+		return true;
+	/* Decoding again is how land_start works too: slot 0 is free once
+	 * the batch has ended. */
+	return c->proto->decode(c, c->rbuf, c->rlen, 0, &r) != DECODE_NEED_MORE;
+}
+
 /* Executes every complete request in rbuf and keeps the rest. */
 static void process(struct conn *c)
 {
@@ -544,6 +578,10 @@ static void process(struct conn *c)
 		c->rlen -= off;
 		conn_touch(c); /* a whole request arrived */
 	}
+	if (c->budget_over && first_request_whole(c))
+		/* What it grew past the limit for has all arrived: the next
+		 * waiter's turn, whenever this one's replies drain. */
+		conn_budget_release(&c->w->srv->budget, c);
 	if (c->land_next) {
 		c->land_next = false;
 		if (!c->broken && !c->close_when_done)
@@ -563,26 +601,33 @@ static size_t rbuf_limit(const struct conn *c)
 	return text_get_line_max(cfg) + 1 + (size_t)cfg->max_item_size + 2;
 }
 
-/* Makes room to read; false when the connection must close now. Refused
- * for lack of connection memory, it queues an error and sets
- * close_when_done instead. */
+/*
+ * Makes room to read; false when the connection must close now. When other
+ * connections hold the --conn-memory this needs, the connection waits for
+ * it (budget_wait: reads nothing until its transport's wake) and this
+ * returns true with no room made. A request that alone needs more input
+ * buffer than all of --conn-memory is refused: an error is queued and
+ * close_when_done set.
+ */
 static bool grow_rbuf(struct conn *c)
 {
+	size_t limit = rbuf_limit(c), budget = c->w->srv->cfg.conn_memory;
 	size_t cap = c->rcap * 2;
+	bool was_waiting;
 	char *p;
 
-	if (cap > rbuf_limit(c))
-		cap = rbuf_limit(c);
-	if (cap == c->rcap)
-		return false; /* the decoders bound requests: cannot happen */
-	if (conn_memory_full(c)) {
-		/* Growing now would take memory other clients' buffers need:
-		 * this request cannot be read. Its bytes are dropped, the
-		 * error sent, and the connection closes as after a quit (what
-		 * the client still sends is read and discarded, so the error
-		 * is not lost to a reset). */
-		log_info("closing connection %d: connection memory full "
-			 "(--conn-memory)",
+	if (cap > limit)
+		cap = limit;
+	if (cap > budget)
+		cap = budget > c->rcap ? budget : c->rcap;
+	if (cap == c->rcap) {
+		if (cap == limit)
+			return false; /* the decoders bound requests */
+		/* Its bytes are dropped, the error sent, and the connection
+		 * closes as after a quit (what the client still sends is read
+		 * and discarded, so the error is not lost to a reset). */
+		log_info("closing connection %d: a request larger than "
+			 "--conn-memory",
 			 c->fd);
 		conn_add(c, "SERVER_ERROR out of memory reading request\r\n",
 			 44);
@@ -590,12 +635,19 @@ static bool grow_rbuf(struct conn *c)
 		c->rlen = 0;
 		return true;
 	}
+	was_waiting = c->budget_wait;
+	if (!conn_budget_take(&c->w->srv->budget, c, cap - c->rcap)) {
+		if (!was_waiting)
+			STAT_INC(&c->w->stats, conn_memory_waits);
+		return true; /* woken once the room is there */
+	}
 	p = realloc(c->rbuf, cap);
 	if (!p)
-		return false;
+		return false; /* the room taken goes back at the close */
 	c->rbuf = p;
 	c->rcap = cap;
-	/* Counted now: a wakeup may grow it again before it ends. */
+	/* Counted now (the room is already in `accounted`): a wakeup may
+	 * grow it again before it ends. */
 	account(c, buffer_bytes(c));
 	return true;
 }
@@ -626,8 +678,12 @@ static bool conn_read(struct conn *c)
 	} else if (c->rlen == c->rcap) {
 		if (!grow_rbuf(c))
 			return false;
-		if (c->close_when_done)
-			return true; /* refused: the error is queued */
+		if (c->close_when_done || c->budget_wait)
+			return true; /* refused, or waiting for room */
+	} else if (c->budget_wait) {
+		/* Requests ran while it waited and made room: the room it
+		 * waited for (reserved, if woken) is not needed now. */
+		budget_cancel(c);
 	}
 	space = c->rcap - c->rlen;
 	n = read_some(c, c->rbuf + c->rlen, space);
@@ -660,11 +716,12 @@ static bool conn_write(struct conn *c)
 static void update_events(struct conn *c)
 {
 	size_t out = evbuffer_get_length(c->out);
-	/* Past --conn-memory, connections with replies pending wait for
-	 * them to drain before they may add more. */
+	/* Past --conn-memory, connections with replies pending (past the
+	 * floor, as held()) wait for them to drain before they read more;
+	 * one waiting for room to read reads nothing until its wake. */
 	bool want_read = !c->close_when_done && !c->peer_eof &&
-			 out < c->w->srv->cfg.output_hwm &&
-			 !(out && conn_memory_full(c));
+			 !c->budget_wait && out < c->w->srv->cfg.output_hwm &&
+			 !(out > OUTPUT_FLOOR && conn_memory_full(c));
 
 	if (!out)
 		c->stalled_since = 0;
@@ -683,6 +740,7 @@ static void update_events(struct conn *c)
  */
 static bool conn_finish(struct conn *c)
 {
+	budget_cancel(c);
 	if (c->peer_eof || !c->transport->shutdown(c)) {
 		conn_close(c);
 		return false;
@@ -726,14 +784,16 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 	 * (the client sent everything and waits for the replies).
 	 */
 	for (;;) {
-		size_t before = c->rlen;
-		bool dumped = c->dumping;
+		size_t before = c->rlen, unsent;
+		bool dumped = c->dumping, wrote;
 
 		process(c);
+		unsent = evbuffer_get_length(c->out);
 		if (c->broken || !conn_write(c)) {
 			conn_close(c);
 			return false;
 		}
+		wrote = evbuffer_get_length(c->out) < unsent;
 		/* The last read filled its space: read on now rather than at
 		 * the next wakeup (a value bigger than the buffer, a deep
 		 * pipeline), unless backpressure holds the input. */
@@ -748,16 +808,21 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 			continue;
 		}
 		/* A dump goes on as long as its output drains; once it ends,
-		 * the requests that waited for it run. */
+		 * the requests that waited for it run. Requests held for the
+		 * output (held()) run once a write has made room: no event
+		 * may come for them otherwise. */
 		if (c->close_when_done ||
 		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm ||
-		    (!dumped && (!c->rlen || c->rlen == before)))
+		    (!dumped && (!c->rlen || (c->rlen == before && !wrote))))
 			break;
 	}
 	/* Closing waits for the output to drain; after the peer's EOF, what
 	 * is left in the input is an incomplete request (or none). */
 	if ((c->close_when_done || c->peer_eof) && !evbuffer_get_length(c->out))
 		return conn_finish(c);
+	if (c->budget_wait &&
+	    (c->rlen < c->rcap || c->close_when_done || c->peer_eof))
+		budget_cancel(c); /* room made by its own requests, or done */
 	account(c, buffer_bytes(c));
 	update_events(c);
 	publish_state(c);
@@ -769,6 +834,7 @@ void conn_shutdown(struct conn *c)
 	if (c->lingering)
 		return;
 	c->close_when_done = true;
+	budget_cancel(c);
 	if (!evbuffer_get_length(c->out)) {
 		conn_finish(c);
 		return;

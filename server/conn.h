@@ -51,8 +51,20 @@ struct conn {
 	 * its last event; written by the owning thread, read by `stats
 	 * conns`. */
 	_Atomic uint8_t state;
-	int64_t stalled_since;	  /* seconds: output pending, none written */
-	size_t accounted;	  /* buffer bytes counted in conn_bytes */
+	int64_t stalled_since; /* seconds: output pending, none written */
+	size_t accounted;      /* buffer bytes counted in --conn-memory's
+				     total (conn_budget.c) */
+	/* --conn-memory's queue (conn_budget.h), under the budget's lock:
+	 * the next waiter, the bytes this one waits for, whether it is
+	 * queued, and whether its room is reserved (woken, not yet used). */
+	struct conn *budget_next;
+	size_t budget_need;
+	bool budget_queued, budget_granted;
+	/* This thread's view, also written under the budget's lock: it
+	 * waits for room (reads nothing until its wake), it holds the
+	 * overdraft (gives it back once a request has run). */
+	bool budget_wait, budget_over;
+	size_t reply_start;	  /* output bytes before the running request */
 	uint32_t text_no_newline; /* the text decoder's hint (proto_text.c) */
 	struct watcher *watch;	  /* `watch`: a log stream now (watch.h) */
 	/* lru_crawler metadump in progress: written a batch at a time while

@@ -393,6 +393,7 @@ int main(int argc, char **argv)
 		return EXIT_OS_ERROR;
 	}
 	pthread_mutex_init(&srv.stats_lock, NULL);
+	conn_budget_init(&srv.budget, srv.cfg.conn_memory);
 	watch_hub_init(&srv.watch);
 	srv.started = cache_now();
 	rc = create_cache(&srv);
@@ -439,6 +440,7 @@ int main(int argc, char **argv)
 	free(srv.worker_listen_fd);
 	watch_hub_destroy(&srv.watch);
 	pthread_mutex_destroy(&srv.stats_lock);
+	conn_budget_destroy(&srv.budget);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();
 	free(srv.cfg.password);

@@ -424,8 +424,11 @@ static void nothing(struct conn *c, const struct request *r)
  * VALUE line, then the data and its "\r\n".
  *
  * One multi-get's reply is written whole, whatever the output limit
- * (--output-limit pauses reading between requests, not inside one). A
- * reply that alone outgrows all connection memory (--conn-memory) is cut:
+ * (--output-limit pauses reading between requests, not inside one) and
+ * whatever other connections hold (the batch loop holds requests while
+ * connection memory is full, conn.c). A reply that alone outgrows all
+ * connection memory (--conn-memory; replies pending before it do not
+ * count: c->reply_start) is cut:
  * the values so far, then memcached's "SERVER_ERROR out of memory writing
  * get response" instead of END, and the connection closes once that is
  * sent. (The batch loop runs no request after a close was decided, so
@@ -439,7 +442,8 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 
 	if (c->close_when_done)
 		return;
-	if (evbuffer_get_length(c->out) > c->w->srv->cfg.conn_memory) {
+	if (evbuffer_get_length(c->out) - c->reply_start >
+	    c->w->srv->cfg.conn_memory) {
 		log_info("closing connection %d: a get reply past "
 			 "--conn-memory",
 			 c->fd);

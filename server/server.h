@@ -13,6 +13,7 @@
 
 #include "cache.h"
 #include "config.h"
+#include "conn_budget.h"
 #include "hotkeys.h"
 #include "latency.h"
 #include "stats.h"
@@ -90,9 +91,9 @@ struct server {
 	struct event *sigterm, *sigint;
 	int64_t started;
 	_Atomic int curr_conns;
-	/* Bytes of every connection's input and output buffers (--conn-memory
-	 * bounds it); each connection adds its own changes. */
-	_Atomic int64_t conn_bytes;
+	/* Bytes of every connection's input and output buffers, and the
+	 * connections waiting for room (--conn-memory, conn_budget.h). */
+	struct conn_budget budget;
 	_Atomic unsigned long total_conns;
 	_Atomic unsigned long rejected_conns;
 	pthread_mutex_t stats_lock; /* baseline */
@@ -122,7 +123,7 @@ static inline void server_detail(struct server *srv, struct cache_key key,
 static inline uint64_t server_conn_bytes(struct server *srv)
 {
 	int64_t v =
-		atomic_load_explicit(&srv->conn_bytes, memory_order_relaxed);
+		atomic_load_explicit(&srv->budget.bytes, memory_order_relaxed);
 
 	return v > 0 ? (uint64_t)v : 0;
 }

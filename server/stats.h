@@ -66,6 +66,9 @@
 	X(conn_yields, COUNTER,                                               \
 	  "Times a connection stopped executing its pipelined requests "      \
 	  "until its replies drained (output past --output-limit)")           \
+	X(conn_memory_waits, COUNTER,                                         \
+	  "Times a connection stopped reading a request until other "         \
+	  "connections' buffers gave back --conn-memory")                     \
 	X(ssl_handshake_errors, COUNTER,                                      \
 	  "TLS handshakes that failed or timed out")                          \
 	X(tls_handshakes, COUNTER, "TLS handshakes completed")                \

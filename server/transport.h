@@ -48,6 +48,11 @@ struct transport {
 	/* Releases the transport's state, also after a failed open, and
 	 * closes the fd; the last call on c. */
 	void (*close)(struct conn *c);
+	/* Has the connection's thread call conn_ready(c, true, false) soon:
+	 * its wait for --conn-memory is over (conn_budget.c). Any thread may
+	 * call it, under the budget's lock, so it only asks: it runs
+	 * nothing and takes no lock of the connection's. */
+	void (*wake)(struct conn *c);
 	/* Whether the transport gives up on the connection by now (a TLS
 	 * handshake past its timeout); NULL: never. */
 	bool (*expired)(struct conn *c, int64_t now);
@@ -66,10 +71,16 @@ extern const struct transport transport_tls;
 struct event;
 struct socket_events {
 	struct event *rev, *wev;
+	/* Activated by a wake: never added, and never deleted by wait, which
+	 * would drop an activation that another thread has just made. */
+	struct event *wake;
 	bool reading, writing; /* the events are added */
 };
 int socket_events_init(struct conn *c, struct socket_events *s);
 void socket_events_wait(struct socket_events *s, bool readable, bool writable);
+/* A wake (struct transport): the wake event, activated from any thread
+ * (libevent's locking is on: main.c); it runs as a read event. */
+void socket_events_wake(struct socket_events *s);
 void socket_events_free(struct socket_events *s);
 
 /*

@@ -18,6 +18,7 @@ struct memory_state {
 	struct evbuffer *out; /* the feeder's, set during a feed */
 	bool eof;	      /* the peer closed its side */
 	bool readable;	      /* what the connection waits for */
+	bool woken;	      /* a wake: run it again */
 };
 
 static struct memory_state *state(const struct conn *c)
@@ -71,6 +72,12 @@ static void mem_wait(struct conn *c, bool readable, bool writable)
 	state(c)->readable = readable;
 }
 
+/* Only this thread runs memory connections: a flag the feed loop sees. */
+static void mem_wake(struct conn *c)
+{
+	state(c)->woken = true;
+}
+
 static void mem_close(struct conn *c)
 {
 	struct memory_state *s = state(c);
@@ -90,6 +97,7 @@ const struct transport transport_memory = {
 	.write = mem_write,
 	.shutdown = mem_shutdown,
 	.wait = mem_wait,
+	.wake = mem_wake,
 	.close = mem_close,
 };
 
@@ -113,8 +121,15 @@ bool conn_memory_feed(struct conn *c, const void *p, size_t n, bool eof,
 	/* As the event loop would: read while there is input and the
 	 * connection wants it, then once more for what backpressure held. */
 	do {
-		open = conn_ready(c, s->readable, !s->readable);
-	} while (open && (evbuffer_get_length(s->in) || (eof && s->readable)));
+		bool woken = s->woken;
+
+		s->woken = false;
+		open = conn_ready(c, s->readable || woken, !s->readable);
+		/* A connection waiting for --conn-memory stays as it is until
+		 * its wake (which another connection's feed gives). */
+	} while (open &&
+		 (s->woken || (!c->budget_wait && (evbuffer_get_length(s->in) ||
+						   (eof && s->readable)))));
 	if (open)
 		s->out = NULL;
 	return open;

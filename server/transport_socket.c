@@ -22,13 +22,21 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 	conn_ready(arg, what & EV_READ, what & EV_WRITE);
 }
 
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_ready(arg, true, false);
+}
+
 int socket_events_init(struct conn *c, struct socket_events *s)
 {
 	struct event_base *base = c->w->base;
 
 	s->rev = event_new(base, c->fd, EV_READ | EV_PERSIST, on_event, c);
 	s->wev = event_new(base, c->fd, EV_WRITE | EV_PERSIST, on_event, c);
-	return s->rev && s->wev ? 0 : -1;
+	s->wake = event_new(base, -1, 0, on_wake, c);
+	return s->rev && s->wev && s->wake ? 0 : -1;
 }
 
 static int sock_open(struct conn *c)
@@ -82,17 +90,29 @@ void socket_events_wait(struct socket_events *s, bool readable, bool writable)
 	set_event(s->wev, &s->writing, writable);
 }
 
+void socket_events_wake(struct socket_events *s)
+{
+	event_active(s->wake, EV_READ, 0);
+}
+
 void socket_events_free(struct socket_events *s)
 {
 	if (s->rev)
 		event_free(s->rev);
 	if (s->wev)
 		event_free(s->wev);
+	if (s->wake)
+		event_free(s->wake);
 }
 
 static void sock_wait(struct conn *c, bool readable, bool writable)
 {
 	socket_events_wait(c->tstate, readable, writable);
+}
+
+static void sock_wake(struct conn *c)
+{
+	socket_events_wake(c->tstate);
 }
 
 static void sock_close(struct conn *c)
@@ -114,6 +134,7 @@ const struct transport transport_socket = {
 	.write = sock_write,
 	.shutdown = sock_shutdown,
 	.wait = sock_wait,
+	.wake = sock_wake,
 	.close = sock_close,
 };
 

@@ -252,6 +252,13 @@ static void tls_wait(struct conn *c, bool readable, bool writable)
 		event_active(s->ev.rev, EV_READ, 0);
 }
 
+static void tls_wake(struct conn *c)
+{
+	struct tls_conn *s = c->tstate;
+
+	socket_events_wake(&s->ev);
+}
+
 static void tls_close(struct conn *c)
 {
 	struct tls_conn *s = c->tstate;
@@ -304,6 +311,7 @@ const struct transport transport_tls = {
 	.write = tls_write,
 	.shutdown = tls_shutdown,
 	.wait = tls_wait,
+	.wake = tls_wake,
 	.close = tls_close,
 	.expired = tls_expired,
 };

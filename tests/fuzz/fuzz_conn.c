@@ -46,6 +46,7 @@ static void setup(struct fake *f, unsigned int kind)
 	}
 	f->srv.cache = cache_create(1, CACHE_LIMIT);
 	pthread_mutex_init(&f->srv.stats_lock, NULL);
+	conn_budget_init(&f->srv.budget, f->srv.cfg.conn_memory);
 	pthread_mutex_init(&f->w.lock, NULL);
 	watch_hub_init(&f->srv.watch);
 	f->w.srv = &f->srv;

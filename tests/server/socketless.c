@@ -17,6 +17,7 @@ void socketless_start(struct server *srv, struct worker *w)
 	srv->cache = cache_create(1, 16u << 20);
 	cr_assert_not_null(srv->cache);
 	pthread_mutex_init(&srv->stats_lock, NULL);
+	conn_budget_init(&srv->budget, srv->cfg.conn_memory);
 	srv->started = cache_now();
 	pthread_mutex_init(&w->lock, NULL);
 	watch_hub_init(&srv->watch);
@@ -37,6 +38,7 @@ void socketless_stop(struct server *srv, struct worker *w)
 	watch_hub_destroy(&srv->watch);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&srv->stats_lock);
+	conn_budget_destroy(&srv->budget);
 	rhkv_rcu_unregister_thread();
 }
 
