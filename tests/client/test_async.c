@@ -499,8 +499,9 @@ static void send_big(const char *key, const char *val, size_t vlen,
 
 /* Over the server's limit (1 MiB, its default): the value fails in its
  * callback without reaching the server, which keeps the connection; the
- * commands around it are answered in order; once the limit is known a
- * second one is refused at once. */
+ * commands around it are answered in order (here completed by a blocking
+ * call queued behind them); once the limit is known a second one is
+ * refused at once. */
 Test(async, value_over_the_limit_fails_in_its_callback)
 {
 	struct seen s = { 0 };
@@ -518,7 +519,7 @@ Test(async, value_over_the_limit_fails_in_its_callback)
 	OK(rhkv_send(c, &set, record, &s));
 	send_big("big", val, big, &s);
 	OK(rhkv_send(c, &get, record, &s));
-	OK(rhkv_poll_wait(&c, 1));
+	OK(rhkv_ping(c));
 	cr_assert_eq(s.n, 3);
 	cr_assert_eq(s.r[0].status, 0);
 	cr_assert_eq(s.r[1].status, RHKV_ETOOLARGE, "%s",
@@ -538,30 +539,34 @@ Test(async, value_over_the_limit_fails_in_its_callback)
 	free(val);
 }
 
-/* Under a larger limit (-I 4m): a 3 MiB value sent without blocking is
- * stored, with a command queued behind it, on a libevent loop. */
+/* Under a larger limit (-I 4m), on a libevent loop: a 3 MiB value sent
+ * without blocking is stored; a 5 MiB one held with it fails alone (sent,
+ * it would have made the server close the connection); the command
+ * queued behind both is answered. */
 Test(async, value_above_one_mib_under_a_larger_limit)
 {
 	const char *const extra[] = { "-I", "4m", NULL };
-	size_t big = 3u << 20;
-	char *val = malloc(big);
+	size_t big = 3u << 20, huge = 5u << 20;
+	char *val = malloc(huge);
 	struct seen s = { 0 };
 	struct event_base *base = event_base_new();
 	struct rhkv_cmd noop = { .op = RHKV_OP_NOOP };
 	struct rhkv_value v;
 
-	for (size_t i = 0; i < big; i++)
+	for (size_t i = 0; i < huge; i++)
 		val[i] = (char)('a' + i % 26);
 	cr_assert_eq(srv_start(&srv, extra), 0);
 	OK(rhkv_new(&c, "127.0.0.1", srv.port, NULL));
 	OK(rhkv_libevent_attach(c, base));
 	send_big("big", val, big, &s);
+	send_big("huge", val, huge, &s);
 	OK(rhkv_send(c, &noop, record, &s));
-	while (s.n < 2)
+	while (s.n < 3)
 		cr_assert_geq(event_base_loop(base, EVLOOP_ONCE), 0);
 	cr_assert_eq(s.r[0].status, 0, "%s (%s)", rhkv_strerror(s.r[0].status),
 		     rhkv_errstr(c));
-	cr_assert_eq(s.r[1].status, 0);
+	cr_assert_eq(s.r[1].status, RHKV_ETOOLARGE);
+	cr_assert_eq(s.r[2].status, 0);
 	rhkv_close(c);
 	c = NULL;
 	event_base_free(base);
