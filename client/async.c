@@ -247,8 +247,9 @@ size_t rhkv_buffered(const rhkv *c)
 {
 	if (!c)
 		return 0;
-	return c->out.alloc + c->sb.alloc + c->rcap +
-	       c->pq_cap * sizeof(struct rhkv__pending);
+	return c->out.alloc + c->held.alloc + c->sb.alloc + c->rcap +
+	       c->pq_cap * sizeof(struct rhkv__pending) +
+	       c->bigs_cap * sizeof(struct rhkv__big);
 }
 
 void rhkv__notify(rhkv *c)
