@@ -155,10 +155,12 @@ int rhkv_new(rhkv **out, const char *host, int port,
  * library call that ran the callback returns (rhkv_on_readable(),
  * rhkv_on_timer(), rhkv_poll(), a blocking call, ...; that call then
  * returns an error, never 0). After that call c must not be used: take it
- * out of the arrays given to rhkv_poll(). A pipeline uses its handle
- * until rhkv_pipeline_free(), so a streaming pipeline's callback does not
- * close it. A handle of a cluster or a pool belongs to it and is never
- * closed by the caller.
+ * out of the arrays given to rhkv_poll(). A pipeline or a scan iterator
+ * keeps its handle: one closed while they exist (a streaming pipeline's
+ * callback may close it) is freed by the last rhkv_pipeline_free() or
+ * rhkv_scan_end(), and meanwhile their calls fail with RHKV_ECONN. A
+ * handle of a cluster or a pool belongs to it and is never closed by the
+ * caller.
  */
 void rhkv_close(rhkv *c);
 

@@ -4,7 +4,8 @@
  * adapter, and a loop written here on the hooks alone) while commands
  * wait on a server that never answers; a handle closed from inside its
  * own reply callback, timeout callback, or a callback run by a blocking
- * call is freed once that call returns (ASan checks every access).
+ * call is freed once that call returns, or by the streaming pipeline that
+ * ran it when that is freed (ASan checks every access).
  */
 #include <criterion/criterion.h>
 #include <event2/event.h>
@@ -320,4 +321,28 @@ Test(hooks, close_from_a_callback_run_by_a_blocking_call)
 	cr_assert_eq(s.n, 2);
 	cr_assert_eq(s.status[0], RHKV_ENOTFOUND);
 	cr_assert_eq(s.status[1], RHKV_ECONN);
+}
+
+/* From a streaming pipeline's callback: the pipeline keeps the handle
+ * until rhkv_pipeline_free(), its later calls failing. */
+Test(hooks, close_from_a_streaming_pipeline_callback)
+{
+	struct seen s = { .close_on_first = 1, .send_after = 1 };
+	rhkv_pipeline *p;
+	rhkv *h;
+
+	cr_assert_eq(srv_start(&srv, NULL), 0);
+	h = c = cl_connect(srv.port, 5000);
+	p = rhkv_pipeline_stream(h, on_result, &s);
+	cr_assert_not_null(p);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rhkv_pipeline_get(p, "k", 1), i);
+	cr_assert_eq(rhkv_pipeline_exec(p), RHKV_ECONN);
+	cr_assert_null(c, "the callback ran");
+	cr_assert_lt(rhkv_pipeline_get(p, "k", 1), 0);
+	rhkv_pipeline_free(p);
+	cr_assert_eq(s.n, 3);
+	cr_assert_eq(s.status[0], RHKV_ENOTFOUND);
+	cr_assert_eq(s.status[1], RHKV_ECONN);
+	cr_assert_eq(s.status[2], RHKV_ECONN);
 }
