@@ -356,7 +356,8 @@ struct rhkv__pending *rhkv__pending_find(rhkv *c, uint64_t id);
 
 /*
  * A library call that may run c's callbacks brackets them: rhkv__enter
- * first, rhkv__leave(c, rc) as its last use of c. A rhkv_close() made
+ * first, rhkv__leave(c, rc) as its last use of c (a pipeline or a scan
+ * iterator likewise, from its creation to its free). A rhkv_close() made
  * meanwhile (from a callback) is deferred, and the outermost leave frees
  * c: it then returns rc, or RHKV_ECONN when rc is 0, so that a caller
  * never takes success for a live handle. rhkv__close_now frees (conn.c).

@@ -16,7 +16,12 @@
  * A dropped connection (rhkv__drop) only closes the socket and records
  * the error: its pending commands are failed at the next safe point
  * (rhkv__settle), outside the handler that found the failure, so that no
- * callback runs in the middle of a decode.
+ * callback runs in the middle of a decode. For the same reason a handle
+ * closed from a callback is freed only by the outermost call that runs
+ * callbacks (rhkv__enter / rhkv__leave around each).
+ *
+ * While the server's item size limit is being asked without blocking,
+ * new frames queue in the held buffer instead of the output (limit.c).
  */
 #include "internal.h"
 
