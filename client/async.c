@@ -64,37 +64,44 @@ int rhkv__cmd_req(rhkv *c, const struct rhkv_cmd *cmd, struct rhkv__req *r,
 	return rhkv__meta_opts(c, cmd, meta);
 }
 
-int rhkv_send(rhkv *c, const struct rhkv_cmd *cmd, rhkv_callback cb, void *arg)
+static int send_cmd(rhkv *c, const struct rhkv_cmd *cmd, rhkv_callback cb,
+		    void *arg)
 {
 	struct proto_bin_meta meta;
 	struct rhkv__req r;
+	size_t off;
 	int rc;
 
-	if (!c)
-		return RHKV_EINVAL;
 	rc = rhkv__cmd_req(c, cmd, &r, &meta);
-	/* the server's limit cannot be asked without waiting: values above
-	 * the default need it known (any blocking store of one asks) */
-	if (rc == 0 && r.vlen > RHKV__ITEM_DEFAULT &&
-	    r.vlen > (c->item_max ? c->item_max : RHKV__ITEM_DEFAULT))
-		rc = rhkv__fail(c, RHKV_ETOOLARGE,
-				"value of %zu bytes above the server's limit "
-				"(known: %llu)",
-				r.vlen, (unsigned long long)c->item_max);
 	if (rc)
 		return rc;
 	rhkv__settle(c);
 	rc = rhkv__connect_start(c);
+	/* a value above the default limit waits (with every command after
+	 * it) for the server's limit, asked without blocking */
+	if (rc == 0)
+		rc = rhkv__limit_prepare(c, r.vlen);
 	if (rc)
 		return rc;
+	off = c->held.size;
 	rc = rhkv__queue(c, &r,
 			 &(struct rhkv__pending){ .cb = cb,
 						  .arg = arg,
 						  .op = (uint32_t)cmd->op });
 	if (rc)
 		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
+	if (c->holding)
+		rhkv__limit_track(c, off, r.vlen);
 	rhkv__notify(c);
 	return 0;
+}
+
+int rhkv_send(rhkv *c, const struct rhkv_cmd *cmd, rhkv_callback cb, void *arg)
+{
+	if (!c)
+		return RHKV_EINVAL;
+	rhkv__enter(c);
+	return rhkv__leave(c, send_cmd(c, cmd, cb, arg));
 }
 
 /* ---- replies of public commands ---- */
@@ -183,10 +190,11 @@ static int step(rhkv *c, bool can_read, bool can_write)
 		return RHKV_EINVAL;
 	if (c->in_callback)
 		return 0; /* the loop will come back */
+	rhkv__enter(c);
 	rc = rhkv__io(c, can_read, can_write);
 	rhkv__settle(c);
 	rhkv__notify(c);
-	return rc;
+	return rhkv__leave(c, rc); /* closed from a callback: freed here */
 }
 
 int rhkv_on_readable(rhkv *c)
@@ -208,14 +216,26 @@ int rhkv_timeout_ms(const rhkv *c)
 
 int rhkv_on_timer(rhkv *c)
 {
+	bool freed;
+	int ms;
+
 	if (!c)
 		return -1;
 	if (!c->in_callback) {
+		rhkv__enter(c);
 		rhkv__expire(c, rhkv__now_ms());
 		rhkv__settle(c);
 		rhkv__notify(c);
+		freed = c->closing && c->entered == 1;
+		rhkv__leave(c, 0);
+		if (freed)
+			return -1; /* closed from a callback: no timer */
 	}
-	return rhkv_timeout_ms(c);
+	ms = rhkv_timeout_ms(c);
+	/* the loop re-arms its timer with this: a deadline that later comes
+	 * nearer must be told (rhkv__notify) */
+	c->told_end = ms < 0 ? -1 : rhkv__now_ms() + ms;
+	return ms;
 }
 
 size_t rhkv_pending(const rhkv *c)
@@ -227,21 +247,32 @@ size_t rhkv_buffered(const rhkv *c)
 {
 	if (!c)
 		return 0;
-	return c->out.alloc + c->sb.alloc + c->rcap +
-	       c->pq_cap * sizeof(struct rhkv__pending);
+	return c->out.alloc + c->held.alloc + c->sb.alloc + c->rcap +
+	       c->pq_cap * sizeof(struct rhkv__pending) +
+	       c->bigs_cap * sizeof(struct rhkv__big);
 }
 
 void rhkv__notify(rhkv *c)
 {
+	long long now, left, end;
 	int wants;
 
 	if (!c->hooks.update)
 		return;
 	wants = rhkv__wants(c);
-	if (c->fd == c->told_fd && wants == c->told_wants)
+	now = rhkv__now_ms();
+	left = wants ? rhkv__deadline_left(c, now) : -1;
+	end = left < 0 ? -1 : now + left;
+	/* A deadline later than the loop's timer needs no word (the timer
+	 * fires early and rhkv_on_timer re-arms it); one nearer (a timeout
+	 * lowered on the live handle) must reach the loop even when the fd
+	 * and the events stay the same. */
+	if (c->fd == c->told_fd && wants == c->told_wants &&
+	    (end < 0 || (c->told_end >= 0 && end >= c->told_end)))
 		return;
 	c->told_fd = c->fd;
 	c->told_wants = wants;
+	c->told_end = end;
 	c->hooks.update(c->hooks.data, c->fd, wants);
 }
 
@@ -256,12 +287,29 @@ void rhkv_set_event_hooks(rhkv *c, const struct rhkv_event_hooks *hooks)
 		c->hooks = *hooks;
 	c->told_fd = -1;
 	c->told_wants = 0;
+	c->told_end = -1;
 	rhkv__notify(c);
 }
 
 /* ---- a poll() loop over several handles ---- */
 
-int rhkv_poll(rhkv *const *cs, size_t n, int max_ms)
+/* Brackets a call over several handles (rhkv__enter): a handle closed
+ * from a callback meanwhile is freed at the end. */
+static void enter_all(rhkv *const *cs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cs[i])
+			rhkv__enter(cs[i]);
+}
+
+static void leave_all(rhkv *const *cs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cs[i])
+			rhkv__leave(cs[i], 0);
+}
+
+static int poll_handles(rhkv *const *cs, size_t n, int max_ms)
 {
 	struct pollfd stack[16], *pfd = n <= 16 ? stack : NULL;
 	long long now = rhkv__now_ms();
@@ -308,7 +356,19 @@ int rhkv_poll(rhkv *const *cs, size_t n, int max_ms)
 	return ready;
 }
 
-int rhkv_poll_wait(rhkv *const *cs, size_t n)
+int rhkv_poll(rhkv *const *cs, size_t n, int max_ms)
+{
+	int rc;
+
+	if (!cs && n)
+		return RHKV_EINVAL;
+	enter_all(cs, n);
+	rc = poll_handles(cs, n, max_ms);
+	leave_all(cs, n);
+	return rc;
+}
+
+static int poll_wait(rhkv *const *cs, size_t n)
 {
 	for (;;) {
 		size_t busy = 0;
@@ -321,8 +381,20 @@ int rhkv_poll_wait(rhkv *const *cs, size_t n)
 		}
 		if (!busy)
 			return 0;
-		rc = rhkv_poll(cs, n, -1);
+		rc = poll_handles(cs, n, -1);
 		if (rc < 0)
 			return rc;
 	}
+}
+
+int rhkv_poll_wait(rhkv *const *cs, size_t n)
+{
+	int rc;
+
+	if (!cs && n)
+		return RHKV_EINVAL;
+	enter_all(cs, n);
+	rc = poll_wait(cs, n);
+	leave_all(cs, n);
+	return rc;
 }

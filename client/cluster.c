@@ -190,9 +190,10 @@ static int available(const rhkv_cluster *cl, const struct node *nd,
 /* The first point at or after the key's hash (wrapping), then clockwise
  * to the first available server, not one that pick number `pick` (0: none,
  * and no I/O will follow) skipped already; -1 when none is (or none was
- * added). */
+ * added). *home (may be NULL) takes the key's own server, the first
+ * point's, alive or not. */
 static long owner(rhkv_cluster *cl, const void *key, size_t klen, long long now,
-		  unsigned long pick)
+		  unsigned long pick, long *home)
 {
 	uint32_t h;
 	size_t lo = 0, hi;
@@ -211,6 +212,8 @@ static long owner(rhkv_cluster *cl, const void *key, size_t klen, long long now,
 		else
 			hi = mid;
 	}
+	if (home)
+		*home = cl->ring[lo % cl->npoints].node;
 	for (size_t s = 0; s < cl->npoints; s++) {
 		uint32_t i = cl->ring[(lo + s) % cl->npoints].node;
 
@@ -403,14 +406,16 @@ static int node_ready(rhkv_cluster *cl, struct node *nd, int rejoin)
 	return rc > 0 ? rc : 0;
 }
 
-rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen)
+rhkv *rhkv__cluster_pick(rhkv_cluster *cl, const void *key, size_t klen,
+			 bool *moved)
 {
 	if (!cl || (!key && klen))
 		return NULL;
 	if (!++cl->picks)
 		cl->picks = 1;
 	for (;;) {
-		long i = owner(cl, key, klen, now_ms(), cl->picks);
+		long home = -1;
+		long i = owner(cl, key, klen, now_ms(), cl->picks, &home);
 		struct node *nd;
 		int rc;
 
@@ -425,11 +430,18 @@ rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen)
 		rc = node_ready(cl, nd, 1);
 		if (!nd->c)
 			return NULL;
+		if (moved)
+			*moved = i != home;
 		if (!rc)
 			return nd->c;
 		/* nothing was sent yet: the key may go to the next server */
 		nd->tried = cl->picks; /* even with a retry of 0 */
 	}
+}
+
+rhkv *rhkv_cluster_pick(rhkv_cluster *cl, const void *key, size_t klen)
+{
+	return rhkv__cluster_pick(cl, key, klen, NULL);
 }
 
 void rhkv_cluster_failed(rhkv_cluster *cl, rhkv *c, int err)
@@ -452,7 +464,7 @@ int rhkv_cluster_server_of(rhkv_cluster *cl, const void *key, size_t klen,
 		return RHKV_EINVAL;
 	if (cl->stale && rebuild(cl))
 		return RHKV_ENOMEM;
-	i = owner(cl, key, klen, now_ms(), 0);
+	i = owner(cl, key, klen, now_ms(), 0, NULL);
 	if (i < 0)
 		return RHKV_ECONN;
 	if (port)

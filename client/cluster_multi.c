@@ -17,6 +17,7 @@ struct slot {
 	void *arg;
 	rhkv *c;
 	int status;
+	bool moved; /* c is the fallback of the key's dead server */
 };
 
 struct batch {
@@ -32,6 +33,7 @@ static void on_result(rhkv *c, const struct rhkv_result *r, void *arg)
 
 	s->status = r->status;
 	mine.index = s->index;
+	mine.moved = s->moved;
 	if (s->cb)
 		s->cb(c, &mine, s->arg);
 }
@@ -73,10 +75,14 @@ int rhkv_cluster_exec(rhkv_cluster *cl, size_t n, const struct rhkv_cmd *cmds,
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct slot *s = &b.slots[i];
-		rhkv *c = rhkv_cluster_pick(cl, cmds[i].key, cmds[i].klen);
+		bool moved = false;
+		rhkv *c = rhkv__cluster_pick(cl, cmds[i].key, cmds[i].klen,
+					     &moved);
 		int err;
 
-		*s = (struct slot){ .index = i, .cb = cb, .arg = arg, .c = c };
+		*s = (struct slot){
+			.index = i, .cb = cb, .arg = arg, .c = c, .moved = moved
+		};
 		if (!c) {
 			fail_slot(s, &cmds[i], RHKV_ECONN);
 			continue;
@@ -105,6 +111,7 @@ int rhkv_cluster_exec(rhkv_cluster *cl, size_t n, const struct rhkv_cmd *cmds,
 struct mget {
 	struct rhkv_value *out;
 	int *status;
+	int *moved;
 	int rc;
 };
 
@@ -116,6 +123,8 @@ static void on_mget(rhkv *c, const struct rhkv_result *r, void *arg)
 	(void)c;
 	if (m->status)
 		m->status[r->index] = r->status;
+	if (m->moved)
+		m->moved[r->index] = r->moved;
 	if (r->status)
 		return;
 	v->data = malloc(r->len + 1);
@@ -131,10 +140,11 @@ static void on_mget(rhkv *c, const struct rhkv_result *r, void *arg)
 	v->cas = r->cas;
 }
 
-int rhkv_cluster_mget(rhkv_cluster *cl, size_t n, const char *const *keys,
-		      const size_t *klens, struct rhkv_value *out, int *status)
+int rhkv_cluster_mget_moved(rhkv_cluster *cl, size_t n, const char *const *keys,
+			    const size_t *klens, struct rhkv_value *out,
+			    int *status, int *moved)
 {
-	struct mget m = { .out = out, .status = status };
+	struct mget m = { .out = out, .status = status, .moved = moved };
 	struct rhkv_cmd *cmds;
 	int rc;
 
@@ -148,10 +158,18 @@ int rhkv_cluster_mget(rhkv_cluster *cl, size_t n, const char *const *keys,
 					     .key = keys[i],
 					     .klen = klens[i] };
 		out[i] = (struct rhkv_value){ 0 };
+		if (moved)
+			moved[i] = 0;
 	}
 	rc = rhkv_cluster_exec(cl, n, cmds, on_mget, &m);
 	free(cmds);
 	return rc;
+}
+
+int rhkv_cluster_mget(rhkv_cluster *cl, size_t n, const char *const *keys,
+		      const size_t *klens, struct rhkv_value *out, int *status)
+{
+	return rhkv_cluster_mget_moved(cl, n, keys, klens, out, status, NULL);
 }
 
 static void on_mset(rhkv *c, const struct rhkv_result *r, void *arg)

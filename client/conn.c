@@ -235,6 +235,8 @@ int rhkv__connect_start(rhkv *c)
 		return 0;
 	if (!c->host || !*c->host || !c->rbuf)
 		return rhkv__fail(c, RHKV_EINVAL, "the handle was not made");
+	if (c->closing)
+		return rhkv__fail(c, RHKV_ECONN, "the handle was closed");
 	rhkv__settle(c);
 	if (c->down_until && rhkv__now_ms() < c->down_until)
 		return rhkv__fail(c, RHKV_ECONN,
@@ -323,7 +325,7 @@ int rhkv__connect_step(rhkv *c)
 	return 0;
 }
 
-int rhkv__ensure(rhkv *c)
+static int ensure(rhkv *c)
 {
 	int rc = 0;
 
@@ -362,6 +364,12 @@ int rhkv__ensure(rhkv *c)
 	return rc;
 }
 
+int rhkv__ensure(rhkv *c)
+{
+	rhkv__enter(c);
+	return rhkv__leave(c, ensure(c));
+}
+
 void rhkv__disconnect(rhkv *c)
 {
 	/* the loop lets go of the socket before it is closed (and its
@@ -381,6 +389,7 @@ void rhkv__disconnect(rhkv *c)
 	c->roff = c->rlen = 0;
 	c->out_off = 0;
 	msgpack_sbuffer_clear(&c->out);
+	rhkv__limit_reset(c);
 	c->item_max = 0;
 	rhkv__notify(c);
 }
@@ -423,10 +432,13 @@ static int make(rhkv **out, const char *host, int port,
 	c->fd = -1;
 	c->next_id = 1;
 	c->told_fd = -1;
+	c->told_end = -1;
 	msgpack_sbuffer_init(&c->sb);
 	msgpack_packer_init(&c->pk, &c->sb, msgpack_sbuffer_write);
 	msgpack_sbuffer_init(&c->out);
 	msgpack_packer_init(&c->opk, &c->out, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(&c->held);
+	msgpack_packer_init(&c->hpk, &c->held, msgpack_sbuffer_write);
 	proto_bin_decoder_init(&c->dec);
 	*out = c;
 	if (o)
@@ -484,12 +496,11 @@ int rhkv_new(rhkv **out, const char *host, int port,
 	return rc;
 }
 
-void rhkv_close(rhkv *c)
+void rhkv__close_now(rhkv *c)
 {
 	struct rhkv_event_hooks none = { 0 };
 
-	if (!c)
-		return;
+	c->closing = true; /* callbacks run below cannot start anything */
 	rhkv__tls_end(c, c->fd >= 0);
 	if (c->pq_len)
 		rhkv__drop(c, RHKV_ECONN, "the handle was closed");
@@ -500,10 +511,45 @@ void rhkv_close(rhkv *c)
 	SSL_CTX_free(c->tls_ctx);
 	msgpack_sbuffer_destroy(&c->sb);
 	msgpack_sbuffer_destroy(&c->out);
+	msgpack_sbuffer_destroy(&c->held);
 	proto_bin_decoder_destroy(&c->dec);
+	free(c->bigs);
 	free(c->pq);
 	free(c->rbuf);
 	free(c->host);
 	rhkv__options_free(&c->opt);
 	free(c);
+}
+
+/*
+ * From a callback (or while any library call that runs c's callbacks is
+ * on the stack) c cannot be freed: the code that called the callback goes
+ * on using it. The close is then done in two halves, as hiredis does:
+ * now, the connection is closed and c refuses new work (its commands
+ * still waiting fail with RHKV_ECONN, each callback called once, at the
+ * next safe point); when the outermost such call returns (rhkv__leave),
+ * c is freed.
+ */
+void rhkv_close(rhkv *c)
+{
+	if (!c || c->closing)
+		return;
+	if (!c->in_callback && !c->entered) {
+		rhkv__close_now(c);
+		return;
+	}
+	c->closing = true;
+	rhkv__tls_end(c, c->fd >= 0);
+	if (c->pq_len)
+		rhkv__drop(c, RHKV_ECONN, "the handle was closed");
+	else
+		rhkv__disconnect(c);
+}
+
+int rhkv__leave(rhkv *c, int rc)
+{
+	if (--c->entered > 0 || !c->closing || c->in_callback)
+		return rc;
+	rhkv__close_now(c);
+	return rc ? rc : RHKV_ECONN;
 }

@@ -63,6 +63,18 @@ struct rhkv__pending {
 	rhkv_callback cb;
 	void *arg;
 	uint32_t op;
+	/* != 0: the command was never sent (a value above the server's
+	 * limit, its frame swapped for a NOOP with its id): its reply
+	 * delivers this error instead (limit.c) */
+	int fail;
+};
+
+/* A frame held (limit.c) whose value is above the default item size
+ * limit: held[off .. off + len) with this id, checked once the server's
+ * limit is known. */
+struct rhkv__big {
+	uint64_t id;
+	size_t off, len, vlen;
 };
 
 struct rhkv {
@@ -100,10 +112,28 @@ struct rhkv {
 				  its pending commands fail at the next safe
 				  point (rhkv__settle) */
 	int in_callback;       /* > 0: inside a reply callback */
+	int entered;	       /* > 0: inside a library call that may run
+				  callbacks (rhkv__enter); a close from
+				  there is deferred to its end */
+	bool closing;	       /* rhkv_close() was deferred: nothing new
+				  starts, and c is freed when the outermost
+				  call returns (rhkv__leave) */
 	long long down_until;  /* opt.down_ms: fail fast until then */
 	struct rhkv_event_hooks hooks; /* an event loop's, or zero */
 	int told_fd, told_wants;       /* what hooks.update heard last */
-	struct proto_bin_decoder dec;  /* replies; its zone lives with c */
+	long long told_end; /* the deadline the loop's timer was last armed
+			       for (update, or rhkv_on_timer's answer):
+			       monotonic ms, -1 none */
+	/* Values above the default item size limit sent without blocking
+	 * while the server's limit is unknown: a stats request asks for it,
+	 * and every frame queued after it waits in `held` for its reply
+	 * (limit.c), so that no frame the server would refuse goes out. */
+	bool holding;
+	msgpack_sbuffer held;
+	msgpack_packer hpk;
+	struct rhkv__big *bigs;
+	size_t nbigs, bigs_cap;
+	struct proto_bin_decoder dec; /* replies; its zone lives with c */
 	char *rbuf; /* replies: unread bytes are rbuf[roff .. rlen) */
 	size_t roff, rlen, rcap;
 	char err[256];
@@ -177,10 +207,25 @@ bool rhkv__req_key_ok(const rhkv *c, const struct rhkv__req *r);
 int rhkv__encode(const rhkv *c, msgpack_sbuffer *sb, msgpack_packer *pk,
 		 uint64_t id, const struct rhkv__req *r);
 
+/* ---- the server's item size limit (limit.c) ---- */
+
 /* Values above the default item size limit: asks the server for its limit
  * (once per connection), since it closes on a longer frame. 0, or
- * RHKV_ETOOLARGE or the stats call's error. */
+ * RHKV_ETOOLARGE or the stats call's error. Blocking. */
 int rhkv__check_size(rhkv *c, size_t vlen);
+/* The same without blocking, for a value of vlen bytes about to be queued
+ * on c's connection (started): 0 when it may be queued (below the default,
+ * or the limit is known and allows it; or unknown: then the limit's
+ * request is queued, unless it already was, and c holds every frame
+ * queued from now on until its reply), or RHKV_ETOOLARGE / RHKV_ENOMEM. */
+int rhkv__limit_prepare(rhkv *c, size_t vlen);
+/* After such a value's frame was queued at held[off ..): remembers it, to
+ * be checked against the limit when it comes (room was made by
+ * rhkv__limit_prepare). */
+void rhkv__limit_track(rhkv *c, size_t off, size_t vlen);
+/* Forgets what is held (the connection is gone: the held commands'
+ * records fail with it). */
+void rhkv__limit_reset(rhkv *c);
 
 /* ---- the connection (conn.c) ---- */
 
@@ -305,6 +350,29 @@ bool rhkv__meta_has_result(uint32_t status);
 /* A meta reply's metadata into out (its value not copied: data NULL). */
 void rhkv__meta_fill(const struct proto_bin_meta_reply *mr,
 		     struct rhkv_meta *out);
+
+/* The pending record of the frame with id, NULL when none (io.c). */
+struct rhkv__pending *rhkv__pending_find(rhkv *c, uint64_t id);
+
+/*
+ * A library call that may run c's callbacks brackets them: rhkv__enter
+ * first, rhkv__leave(c, rc) as its last use of c (a pipeline or a scan
+ * iterator likewise, from its creation to its free). A rhkv_close() made
+ * meanwhile (from a callback) is deferred, and the outermost leave frees
+ * c: it then returns rc, or RHKV_ECONN when rc is 0, so that a caller
+ * never takes success for a live handle. rhkv__close_now frees (conn.c).
+ */
+static inline void rhkv__enter(rhkv *c)
+{
+	c->entered++;
+}
+int rhkv__leave(rhkv *c, int rc);
+void rhkv__close_now(rhkv *c);
+
+/* rhkv_cluster_pick, and *moved (may be NULL) whether the handle is not
+ * the key's own server's, that one being dead (cluster.c). */
+rhkv *rhkv__cluster_pick(rhkv_cluster *cl, const void *key, size_t klen,
+			 bool *moved);
 
 /* Decodes the reply of a public command for its callback (async.c). */
 void rhkv__deliver(rhkv *c, const struct rhkv__pending *p, uint32_t status,

@@ -16,7 +16,12 @@
  * A dropped connection (rhkv__drop) only closes the socket and records
  * the error: its pending commands are failed at the next safe point
  * (rhkv__settle), outside the handler that found the failure, so that no
- * callback runs in the middle of a decode.
+ * callback runs in the middle of a decode. For the same reason a handle
+ * closed from a callback is freed only by the outermost call that runs
+ * callbacks (rhkv__enter / rhkv__leave around each).
+ *
+ * While the server's item size limit is being asked without blocking,
+ * new frames queue in the held buffer instead of the output (limit.c).
  */
 #include "internal.h"
 
@@ -64,6 +69,14 @@ static int pq_push(rhkv *c, const struct rhkv__pending *p)
 	return 0;
 }
 
+struct rhkv__pending *rhkv__pending_find(rhkv *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->pq_len; i++)
+		if (pq_at(c, i)->id == id)
+			return pq_at(c, i);
+	return NULL;
+}
+
 static struct rhkv__pending pq_pop(rhkv *c)
 {
 	struct rhkv__pending p = *pq_at(c, 0);
@@ -76,12 +89,20 @@ static struct rhkv__pending pq_pop(rhkv *c)
 
 /* ---- queueing ---- */
 
+/* Where new frames go: the output buffer, or while the item size limit
+ * is asked for, the held one (limit.c). */
+static msgpack_sbuffer *queue_buf(rhkv *c)
+{
+	return c->holding ? &c->held : &c->out;
+}
+
 int rhkv__submit(rhkv *c, const char *out, size_t len, uint64_t first_id,
 		 size_t n, rhkv__reply_fn fn, void *ctx)
 {
-	size_t was = c->out.size;
+	msgpack_sbuffer *q = queue_buf(c);
+	size_t was = q->size;
 
-	if (msgpack_sbuffer_write(&c->out, out, len))
+	if (msgpack_sbuffer_write(q, out, len))
 		return RHKV_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct rhkv__pending p = { .id = first_id + i,
@@ -92,7 +113,7 @@ int rhkv__submit(rhkv *c, const char *out, size_t len, uint64_t first_id,
 
 		if (pq_push(c, &p)) {
 			/* undo: the frames queued must match the records */
-			c->out.size = was;
+			q->size = was;
 			while (i--) {
 				c->pq_len--;
 				c->seq--;
@@ -107,15 +128,17 @@ int rhkv__queue(rhkv *c, const struct rhkv__req *r,
 		const struct rhkv__pending *how)
 {
 	struct rhkv__pending p = *how;
-	size_t was = c->out.size;
-	int rc = rhkv__encode(c, &c->out, &c->opk, c->next_id, r);
+	msgpack_sbuffer *q = queue_buf(c);
+	size_t was = q->size;
+	int rc = rhkv__encode(c, q, c->holding ? &c->hpk : &c->opk, c->next_id,
+			      r);
 
 	if (rc)
 		return rc;
 	p.id = c->next_id;
 	p.seq = c->seq + 1;
 	if (pq_push(c, &p)) {
-		c->out.size = was;
+		q->size = was;
 		return RHKV_ENOMEM;
 	}
 	c->next_id++;
@@ -170,7 +193,9 @@ static int dispatch(rhkv *c, const struct proto_bin_reply *reply)
 				  (unsigned long long)reply->id,
 				  (unsigned long long)p.id);
 	c->in_callback++;
-	if (p.fn)
+	if (p.fail)
+		rhkv__deliver_error(c, &p, p.fail);
+	else if (p.fn)
 		rc = p.fn(c, p.ctx, p.index, reply->status, &reply->payload);
 	else
 		rhkv__deliver(c, &p, reply->status, &reply->payload);
@@ -483,7 +508,7 @@ static int gone(rhkv *c)
 	return err;
 }
 
-int rhkv__wait(rhkv *c, uint64_t seq)
+static int wait_for(rhkv *c, uint64_t seq)
 {
 	int rc = 0;
 
@@ -498,7 +523,13 @@ int rhkv__wait(rhkv *c, uint64_t seq)
 	return 0;
 }
 
-int rhkv__drain(rhkv *c, size_t budget, size_t max_pending)
+int rhkv__wait(rhkv *c, uint64_t seq)
+{
+	rhkv__enter(c);
+	return rhkv__leave(c, wait_for(c, seq));
+}
+
+static int drain(rhkv *c, size_t budget, size_t max_pending)
 {
 	while (unsent(c) >= budget || c->pq_len > max_pending) {
 		int rc;
@@ -514,10 +545,16 @@ int rhkv__drain(rhkv *c, size_t budget, size_t max_pending)
 	return 0;
 }
 
+int rhkv__drain(rhkv *c, size_t budget, size_t max_pending)
+{
+	rhkv__enter(c);
+	return rhkv__leave(c, drain(c, budget, max_pending));
+}
+
 /* ---- blocking calls ---- */
 
-int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
-		   size_t n, rhkv__reply_fn fn, void *ctx)
+static int exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
+		    size_t n, rhkv__reply_fn fn, void *ctx)
 {
 	int rc;
 
@@ -533,7 +570,15 @@ int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
 	return rhkv__wait(c, c->seq);
 }
 
-int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn, void *ctx)
+int rhkv__exchange(rhkv *c, const char *out, size_t len, uint64_t first_id,
+		   size_t n, rhkv__reply_fn fn, void *ctx)
+{
+	rhkv__enter(c);
+	return rhkv__leave(c, exchange(c, out, len, first_id, n, fn, ctx));
+}
+
+static int call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn,
+		void *ctx)
 {
 	int rc;
 
@@ -551,4 +596,10 @@ int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn, void *ctx)
 	if (rc)
 		return rhkv__fail(c, rc, "%s", rhkv_strerror(rc));
 	return rhkv__wait(c, c->seq);
+}
+
+int rhkv__call(rhkv *c, const struct rhkv__req *r, rhkv__reply_fn fn, void *ctx)
+{
+	rhkv__enter(c);
+	return rhkv__leave(c, call(c, r, fn, ctx));
 }

@@ -143,32 +143,6 @@ void rhkv_value_free(struct rhkv_value *v)
 	v->len = 0;
 }
 
-int rhkv__check_size(rhkv *c, size_t vlen)
-{
-	struct rhkv_stat *st;
-	size_t n;
-	int rc;
-
-	if (vlen <= RHKV__ITEM_DEFAULT)
-		return 0;
-	if (!c->item_max) {
-		rc = rhkv_stats(c, "settings", &st, &n);
-		if (rc)
-			return rc;
-		c->item_max = UINT64_MAX; /* unknown: let the server judge */
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(st[i].name, "item_size_max") == 0)
-				c->item_max = strtoull(st[i].value, NULL, 10);
-		rhkv_stats_free(st, n);
-	}
-	if (vlen > c->item_max)
-		return rhkv__fail(c, RHKV_ETOOLARGE,
-				  "value of %zu bytes above the server's "
-				  "limit of %llu",
-				  vlen, (unsigned long long)c->item_max);
-	return 0;
-}
-
 static int store(rhkv *c, struct rhkv__req *r, uint64_t *cas_out)
 {
 	struct one o = { 0 };

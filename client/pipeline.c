@@ -43,8 +43,12 @@ rhkv_pipeline *rhkv_pipeline_new(rhkv *c)
 	if (!c)
 		return NULL;
 	p = calloc(1, sizeof(*p));
-	if (p)
-		p->c = c;
+	if (!p)
+		return NULL;
+	p->c = c;
+	/* c stays allocated while p uses it: closed meanwhile (from a
+	 * callback), it is freed by rhkv_pipeline_free() */
+	rhkv__enter(c);
 	return p;
 }
 
@@ -80,11 +84,15 @@ void rhkv_pipeline_reset(rhkv_pipeline *p)
 
 void rhkv_pipeline_free(rhkv_pipeline *p)
 {
+	rhkv *c;
+
 	if (!p)
 		return;
+	c = p->c;
 	rhkv_pipeline_reset(p);
 	free(p->cmds);
 	free(p);
+	rhkv__leave(c, 0);
 }
 
 static int on_reply(rhkv *c, void *ctx, size_t i, uint32_t status,

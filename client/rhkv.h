@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define RHKV_VERSION_MAJOR 0
-#define RHKV_VERSION_MINOR 1
+#define RHKV_VERSION_MINOR 2
 
 enum rhkv_error {
 	RHKV_OK = 0,
@@ -124,7 +124,9 @@ void rhkv_options_init(struct rhkv_options *o);
 /*
  * Changes the timeouts of a live handle (for the next connect, and for
  * the commands waiting now: the I/O deadline is counted from the last
- * byte moved). Negative values are left as they are. 0 or RHKV_EINVAL.
+ * byte moved). Negative values are left as they are. An event loop
+ * attached with rhkv_set_event_hooks() is told when a deadline comes
+ * nearer (see there). 0 or RHKV_EINVAL.
  */
 int rhkv_set_timeouts(rhkv *c, int connect_timeout_ms, int io_timeout_ms);
 
@@ -142,8 +144,24 @@ int rhkv_connect(rhkv **out, const char *host, int port,
  * address). 0, RHKV_EINVAL or RHKV_ENOMEM (*out NULL then). */
 int rhkv_new(rhkv **out, const char *host, int port,
 	     const struct rhkv_options *o);
-/* Closes the connection (commands still waiting fail with RHKV_ECONN,
- * their callbacks called) and frees c. Not from inside c's callbacks. */
+/*
+ * Closes the connection (commands still waiting fail with RHKV_ECONN,
+ * their callbacks called) and frees c. NULL is fine.
+ *
+ * From inside a callback (c's own, or another handle's while c is inside
+ * a call that runs callbacks) the close is deferred, as hiredis does: the
+ * connection closes at once and c starts nothing new (rhkv_send() and
+ * other calls on it fail with RHKV_ECONN), and c is freed when the
+ * library call that ran the callback returns (rhkv_on_readable(),
+ * rhkv_on_timer(), rhkv_poll(), a blocking call, ...; that call then
+ * returns an error, never 0). After that call c must not be used: take it
+ * out of the arrays given to rhkv_poll(). A pipeline or a scan iterator
+ * keeps its handle: one closed while they exist (a streaming pipeline's
+ * callback may close it) is freed by the last rhkv_pipeline_free() or
+ * rhkv_scan_end(), and meanwhile their calls fail with RHKV_ECONN. A
+ * handle of a cluster or a pool belongs to it and is never closed by the
+ * caller.
+ */
 void rhkv_close(rhkv *c);
 
 const char *rhkv_strerror(int err);
@@ -373,11 +391,12 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
  *
  * An event loop drives the handle through its fd: rhkv_wants() says which
  * events to wait for, rhkv_on_readable() / rhkv_on_writable() move bytes
- * and call callbacks, rhkv_on_timer() enforces the timeouts. Adapters do
- * this for libevent (rhkv_libevent.h) and for a plain poll() loop
- * (rhkv_poll.h); another loop needs the same dozen lines. The blocking
- * calls of this header are built on the same core: a blocking call is a
- * command queued and waited for.
+ * and call callbacks, rhkv_on_timer() enforces the timeouts. The
+ * header-only adapter rhkv_libevent.h does this for libevent; a plain
+ * poll() loop is part of the library itself (rhkv_poll(), below: no other
+ * header); another loop needs the dozen lines of rhkv_set_event_hooks().
+ * The blocking calls of this header are built on the same core: a
+ * blocking call is a command queued and waited for.
  *
  * Timeouts: a command fails with RHKV_ETIMEDOUT when no byte has moved on
  * its connection for io_timeout_ms while it waits (the deadline restarts
@@ -388,14 +407,24 @@ int rhkv_meta_arith(rhkv *c, const void *key, size_t klen, uint64_t delta,
  *
  * Rules: callbacks may queue new commands (on any handle) but must not
  * make blocking calls on their own handle (those return RHKV_EINVAL
- * there) or close it; values in a struct rhkv_result live until the
- * callback returns (copy what you keep). The key operations, the meta
- * commands, flush_all and noop have a non-blocking form (enum rhkv_op);
- * stats, version and scans are blocking calls only (they are rare and
- * their replies are built into allocated arrays). Values above 1 MiB need
- * the server's item size limit known first (any blocking store of one
- * asks it), since a longer frame than the server takes closes the
- * connection.
+ * there); a callback may close its handle (rhkv_close(): the free is
+ * deferred until the library call that ran the callback returns); values
+ * in a struct rhkv_result live until the callback returns (copy what you
+ * keep). The key operations, the meta commands, flush_all and noop have a
+ * non-blocking form (enum rhkv_op); stats, version and scans are blocking
+ * calls only (they are rare and their replies are built into allocated
+ * arrays).
+ *
+ * Values above 1 MiB: a frame longer than the server's item size limit
+ * makes it close the connection, so such a value goes out only once the
+ * limit is known on the connection. A blocking store asks for it and
+ * waits. rhkv_send() does not wait: the first such value on a connection
+ * queues the request for the limit ahead of it, and the value's command
+ * and every command queued after it are held (in order) until the answer
+ * comes, one round trip; a value above the limit then fails in its
+ * callback with RHKV_ETOOLARGE without reaching the server, and the rest
+ * go out. Later values on the same connection are checked at once
+ * (rhkv_send() returns RHKV_ETOOLARGE). A reconnect forgets the limit.
  */
 
 /* Operations of struct rhkv_cmd. */
@@ -453,6 +482,12 @@ struct rhkv_result {
 	 * data above); NULL for other ops. */
 	const struct rhkv_meta *meta;
 	size_t index; /* in a streaming pipeline: the command's index */
+	/* In rhkv_cluster_exec(): 1 when the key's own server was skipped as
+	 * dead and the command went to the next server of the ring (its
+	 * fallback), so that a miss says nothing of the key; else 0. (Last in
+	 * the struct: the library fills it, so callbacks built against an
+	 * older header are unaffected.) */
+	int moved;
 };
 
 typedef void (*rhkv_callback)(rhkv *c, const struct rhkv_result *r, void *arg);
@@ -491,10 +526,42 @@ size_t rhkv_buffered(const rhkv *c);
 
 /*
  * Hooks through which the handle tells an event loop what to watch:
- * update(data, fd, wants) whenever its fd or wanted events change (fd -1:
- * watch nothing; wants != 0 means a deadline may be running too: arm a
- * timer with rhkv_timeout_ms()); cleanup(data) once, from rhkv_close()
- * or when other hooks replace these. NULL hooks detach.
+ *
+ *   update(data, fd, wants) whenever its fd or wanted events change (fd -1:
+ *     watch nothing), and also, with the same fd and wants as last time,
+ *     whenever its deadline comes nearer than the loop's timer was last
+ *     armed for (a timeout lowered on the live handle with
+ *     rhkv_set_timeouts()). So on every update with wants != 0 the loop
+ *     (re)arms its timer with rhkv_timeout_ms() (-1: leave it); when the
+ *     timer fires it calls rhkv_on_timer() and re-arms with its answer. A
+ *     deadline that moves later is not told: the timer fires early and
+ *     rhkv_on_timer() gives the new one. An update must be idempotent:
+ *     the same fd and wants may come twice.
+ *   cleanup(data) once, from rhkv_close() or when other hooks replace
+ *     these. NULL hooks detach.
+ *
+ * A loop written to the first version of this contract (which promised
+ * updates only on changes of fd or wants, and asked for the timer to be
+ * armed with rhkv_timeout_ms() on each) keeps working, and learns lowered
+ * deadlines too; the struct and the calls are unchanged, so programs
+ * built against that header (rhkv_libevent.h is compiled into them) get
+ * this by upgrading librhkv alone.
+ *
+ * A loop of its own, in outline (rhkv_libevent.h is the same for
+ * libevent):
+ *
+ *	static void update(void *data, int fd, int wants)
+ *	{
+ *		struct my_loop_handle *h = data;
+ *		int ms = rhkv_timeout_ms(h->c);
+ *
+ *		my_loop_watch(h, fd, wants);  (fd -1: stop watching)
+ *		if (wants && ms >= 0)
+ *			my_loop_timer(h, ms); (replaces an armed timer)
+ *	}
+ *	(on readable: rhkv_on_readable(h->c); on writable:
+ *	 rhkv_on_writable(h->c); on the timer:
+ *	 ms = rhkv_on_timer(h->c), and my_loop_timer(h, ms) when ms >= 0)
  */
 struct rhkv_event_hooks {
 	void *data;
@@ -880,10 +947,27 @@ int rhkv_cluster_flush_prefix(rhkv_cluster *cl, const void *prefix, size_t plen,
  */
 int rhkv_cluster_exec(rhkv_cluster *cl, size_t n, const struct rhkv_cmd *cmds,
 		      rhkv_callback cb, void *arg);
-/* rhkv_mget and rhkv_mset over the cluster, each server's part in
- * parallel (rhkv_cluster_exec): out[i] and status[i] as rhkv_mget's. */
+/*
+ * rhkv_mget and rhkv_mset over the cluster, each server's part in
+ * parallel (rhkv_cluster_exec): out[i] and status[i] as rhkv_mget's.
+ *
+ * A key whose own server is dead is read on its fallback (the next server
+ * of the ring, as for every call): there it is usually a miss,
+ * RHKV_ENOTFOUND like any other, since the fallback holds only what was
+ * written to it during outages ("Stale reads" above). A miss then says
+ * nothing of the key: a caller that must not treat it as "absent" (a
+ * negative cache, a lock, a counter), or that wants to spare its backend
+ * a wave of recomputations, asks rhkv_cluster_mget_moved(), whose
+ * moved[i] (may be NULL) is 1 for each key read on a fallback, 0 for one
+ * read on its own server or never sent. The plain call cannot say it: its
+ * status codes stay those of rhkv_mget, so that existing callers that test
+ * for RHKV_ENOTFOUND keep working.
+ */
 int rhkv_cluster_mget(rhkv_cluster *cl, size_t n, const char *const *keys,
 		      const size_t *klens, struct rhkv_value *out, int *status);
+int rhkv_cluster_mget_moved(rhkv_cluster *cl, size_t n, const char *const *keys,
+			    const size_t *klens, struct rhkv_value *out,
+			    int *status, int *moved);
 int rhkv_cluster_mset(rhkv_cluster *cl, size_t n, const struct rhkv_item *items,
 		      int *status);
 /* The cluster's last failure in words ("" when none). */

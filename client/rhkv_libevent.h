@@ -3,18 +3,36 @@
  * handle's commands sent with rhkv_send() (or any non-blocking call) are
  * moved by the loop: a read and a write event on the handle's socket,
  * added and removed as the handle asks (rhkv_set_event_hooks), and a
- * timer for its deadlines. Header-only, so that librhkv itself does not
- * depend on libevent; link the program with libevent.
+ * timer for its deadlines (moved nearer when a timeout is lowered on the
+ * live handle). Header-only, so that librhkv itself does not depend on
+ * libevent; link the program with libevent.
+ *
+ * A connected handle always waits to read (a server that closes an idle
+ * connection is noticed), so its read event keeps event_base_dispatch()
+ * running for as long as the handle is connected: a service's loop runs
+ * until the service ends it, and a program that does one job breaks the
+ * loop from the callback that finishes the job:
+ *
+ *	static void on_get(rhkv *c, const struct rhkv_result *r, void *arg)
+ *	{
+ *		if (r->status == 0)
+ *			printf("%.*s\n", (int)r->len, r->data);
+ *		event_base_loopbreak(arg); (the job is done)
+ *	}
  *
  *	struct event_base *base = event_base_new();
+ *	struct rhkv_cmd get = { .op = RHKV_OP_GET, .key = "k", .klen = 1 };
  *	rhkv *c;
- *	rhkv_new(&c, "127.0.0.1", 11211, NULL);
+ *
+ *	rhkv_new(&c, "127.0.0.1", 11311, NULL);
  *	rhkv_libevent_attach(c, base);
- *	rhkv_send(c, &(struct rhkv_cmd){ .op = RHKV_OP_GET, .key = "k",
- *					 .klen = 1 }, on_get, NULL);
- *	event_base_dispatch(base);
+ *	rhkv_send(c, &get, on_get, base);
+ *	event_base_dispatch(base); (returns after on_get's loopbreak)
+ *	rhkv_close(c);		   (before the base: it frees the events)
+ *	event_base_free(base);
  *
  * The adapter lives until rhkv_close() (or other hooks replace it).
+ * (client/examples/event_loop.c is a whole service built this way.)
  */
 #ifndef RHKV_LIBEVENT_H
 #define RHKV_LIBEVENT_H
@@ -56,6 +74,7 @@ static void rhkv_libevent__timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* -1 also when a callback closed the handle: a is gone then */
 	rhkv_libevent__arm(a, rhkv_on_timer(a->c));
 }
 
@@ -83,7 +102,9 @@ static void rhkv_libevent__update(void *data, int fd, int wants)
 	else
 		event_del(a->wev);
 	/* the nearest deadline may have changed (a connect done, commands
-	 * queued): the timer follows it, and re-arms itself until none */
+	 * queued, a timeout lowered: the handle then calls with the same fd
+	 * and wants): the timer follows it (evtimer_add replaces a pending
+	 * timeout), and re-arms itself until none */
 	if (wants)
 		rhkv_libevent__arm(a, rhkv_timeout_ms(a->c));
 }

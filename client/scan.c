@@ -202,6 +202,7 @@ int rhkv_scan_open(rhkv *c, const char *match, unsigned int count,
 		free(it);
 		return rhkv__fail(c, RHKV_ENOMEM, "out of memory");
 	}
+	rhkv__enter(c); /* as a pipeline does: freed by rhkv_scan_end() */
 	*out = it;
 	return 0;
 }
@@ -242,9 +243,13 @@ int rhkv_scan_next(rhkv_scan_iter *it, const char **key, size_t *klen)
 
 void rhkv_scan_end(rhkv_scan_iter *it)
 {
+	rhkv *c;
+
 	if (!it)
 		return;
+	c = it->c;
 	rhkv_keys_free(it->keys, it->n);
 	free(it->match);
 	free(it);
+	rhkv__leave(c, 0);
 }

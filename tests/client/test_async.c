@@ -3,8 +3,9 @@
  * loop through a relay that cuts every reply at random places, callbacks
  * that queue more commands, the plain poll() loop, timeouts against a
  * paused server (the other server's commands go on), a pipeline whose
- * deadline restarts with every reply, and a streaming pipeline of a
- * million commands in bounded memory (the library's own accounting).
+ * deadline restarts with every reply, a streaming pipeline of a million
+ * commands in bounded memory (the library's own accounting), and values
+ * above 1 MiB sent without blocking (the server's limit asked first).
  */
 #include <criterion/criterion.h>
 #include <event2/event.h>
@@ -480,27 +481,114 @@ Test(async, empty_value_is_a_hit)
 	rhkv_pipeline_free(p);
 }
 
-/* Refusals that happen before anything is queued: a value above 1 MiB
- * while the server's limit is unknown (asking would block), a meta op in
- * a pipeline that keeps results (it has nowhere to put them); a streaming
- * pipeline takes the meta op. */
-Test(async, refused_before_queueing)
+/* ---- values above 1 MiB without blocking ---- */
+
+/* A value above the default limit: rhkv_send() asks the server's limit
+ * without waiting and holds it, and what follows it, until the answer. */
+static void send_big(const char *key, const char *val, size_t vlen,
+		     struct seen *s)
+{
+	struct rhkv_cmd set = { .op = RHKV_OP_SET,
+				.key = key,
+				.klen = strlen(key),
+				.val = val,
+				.vlen = vlen };
+
+	OK(rhkv_send(c, &set, record, s));
+}
+
+/* Over the server's limit (1 MiB, its default): the value fails in its
+ * callback without reaching the server, which keeps the connection; the
+ * commands around it are answered in order (here completed by a blocking
+ * call queued behind them); once the limit is known a second one is
+ * refused at once. */
+Test(async, value_over_the_limit_fails_in_its_callback)
 {
 	struct seen s = { 0 };
 	size_t big = (1u << 20) + 1;
 	char *val = calloc(1, big);
-	struct rhkv_cmd set = { .op = RHKV_OP_SET,
-				.key = "big",
-				.klen = 3,
-				.val = val,
-				.vlen = big };
+	struct rhkv_cmd get = { .op = RHKV_OP_GET, .key = "k", .klen = 1 };
+	struct rhkv_cmd set = {
+		.op = RHKV_OP_SET, .key = "k", .klen = 1, .val = "v", .vlen = 1
+	};
+	int fd;
+
+	start(&srv);
+	c = cl_connect(srv.port, 5000);
+	fd = rhkv_fd(c);
+	OK(rhkv_send(c, &set, record, &s));
+	send_big("big", val, big, &s);
+	OK(rhkv_send(c, &get, record, &s));
+	OK(rhkv_ping(c));
+	cr_assert_eq(s.n, 3);
+	cr_assert_eq(s.r[0].status, 0);
+	cr_assert_eq(s.r[1].status, RHKV_ETOOLARGE, "%s",
+		     rhkv_strerror(s.r[1].status));
+	cr_assert_eq(s.r[1].op, RHKV_OP_SET);
+	cr_assert_eq(s.r[2].status, 0);
+	cr_assert_str_eq(s.r[2].data, "v");
+	cr_assert_eq(rhkv_fd(c), fd, "the connection was kept");
+	ERR(rhkv_send(c,
+		      &(struct rhkv_cmd){ .op = RHKV_OP_SET,
+					  .key = "big",
+					  .klen = 3,
+					  .val = val,
+					  .vlen = big },
+		      record, &s),
+	    RHKV_ETOOLARGE);
+	free(val);
+}
+
+/* Under a larger limit (-I 4m), on a libevent loop: a 3 MiB value sent
+ * without blocking is stored; a 5 MiB one held with it fails alone (sent,
+ * it would have made the server close the connection); the command
+ * queued behind both is answered. */
+Test(async, value_above_one_mib_under_a_larger_limit)
+{
+	const char *const extra[] = { "-I", "4m", NULL };
+	size_t big = 3u << 20, huge = 5u << 20;
+	char *val = malloc(huge);
+	struct seen s = { 0 };
+	struct event_base *base = event_base_new();
+	struct rhkv_cmd noop = { .op = RHKV_OP_NOOP };
+	struct rhkv_value v;
+
+	for (size_t i = 0; i < huge; i++)
+		val[i] = (char)('a' + i % 26);
+	cr_assert_eq(srv_start(&srv, extra), 0);
+	OK(rhkv_new(&c, "127.0.0.1", srv.port, NULL));
+	OK(rhkv_libevent_attach(c, base));
+	send_big("big", val, big, &s);
+	send_big("huge", val, huge, &s);
+	OK(rhkv_send(c, &noop, record, &s));
+	while (s.n < 3)
+		cr_assert_geq(event_base_loop(base, EVLOOP_ONCE), 0);
+	cr_assert_eq(s.r[0].status, 0, "%s (%s)", rhkv_strerror(s.r[0].status),
+		     rhkv_errstr(c));
+	cr_assert_eq(s.r[1].status, RHKV_ETOOLARGE);
+	cr_assert_eq(s.r[2].status, 0);
+	rhkv_close(c);
+	c = NULL;
+	event_base_free(base);
+	c = cl_connect(srv.port, 5000);
+	OK(rhkv_get(c, "big", 3, &v));
+	cr_assert_eq(v.len, big);
+	cr_assert(memcmp(v.data, val, big) == 0);
+	rhkv_value_free(&v);
+	free(val);
+}
+
+/* Refusals that happen before anything is queued: a meta op in a
+ * pipeline that keeps results (it has nowhere to put them); a streaming
+ * pipeline takes the meta op. */
+Test(async, refused_before_queueing)
+{
+	struct seen s = { 0 };
 	struct rhkv_cmd mg = { .op = RHKV_OP_META_GET, .key = "k", .klen = 1 };
 	rhkv_pipeline *p;
 
 	start(&srv);
 	c = cl_connect(srv.port, 1000);
-	ERR(rhkv_send(c, &set, record, &s), RHKV_ETOOLARGE);
-	cr_assert_eq(rhkv_pending(c), 0);
 	p = rhkv_pipeline_new(c);
 	cr_assert_eq(rhkv_pipeline_cmd(p, &mg), RHKV_EINVAL);
 	rhkv_pipeline_free(p);
@@ -511,5 +599,4 @@ Test(async, refused_before_queueing)
 	cr_assert_eq(s.n, 1);
 	cr_assert_eq(s.r[0].status, RHKV_ENOTFOUND);
 	cr_assert_eq(s.r[0].op, RHKV_OP_META_GET);
-	free(val);
 }

@@ -820,7 +820,8 @@ Test(cluster, rejoin_bad_arguments)
 /* A parallel mget over three servers, one killed and one paused: the live
  * server's keys come back, the paused one's time out together (one
  * deadline, not one per key), the killed one's fail or miss, never a
- * wrong value; then both are skipped and their keys miss on the rest. */
+ * wrong value; then both are skipped and their keys miss on the rest,
+ * each such miss marked as read on a fallback (rhkv_cluster_mget_moved). */
 Test(cluster, mget_parallel_one_killed_one_paused)
 {
 	enum { N = 300 };
@@ -829,7 +830,7 @@ Test(cluster, mget_parallel_one_killed_one_paused)
 	size_t kl[N];
 	struct rhkv_item items[N];
 	struct rhkv_value out[N];
-	int st[N], owner[N];
+	int st[N], owner[N], moved[N];
 	rhkv_cluster *cl;
 	long long t0, took;
 
@@ -853,9 +854,10 @@ Test(cluster, mget_parallel_one_killed_one_paused)
 	cr_assert_eq(curr_items(ports[0]) + curr_items(ports[1]) +
 			     curr_items(ports[2]),
 		     N);
-	cr_assert_eq(rhkv_cluster_mget(cl, N, kp, kl, out, st), 0);
+	cr_assert_eq(rhkv_cluster_mget_moved(cl, N, kp, kl, out, st, moved), 0);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(st[i], 0);
+		cr_assert_eq(moved[i], 0, "every server is alive");
 		cr_assert_str_eq(out[i].data, keys[i]);
 		cr_assert_eq(out[i].flags, (uint32_t)i);
 		rhkv_value_free(&out[i]);
@@ -884,10 +886,13 @@ Test(cluster, mget_parallel_one_killed_one_paused)
 		rhkv_value_free(&out[i]);
 	}
 	cr_assert_geq(took, 290, "%lld ms", took);
-	/* both are skipped now: their keys miss on the live server */
-	cr_assert_eq(rhkv_cluster_mget(cl, N, kp, kl, out, st), 0);
+	/* both are skipped now: their keys miss on the live server, and
+	 * the caller can tell those misses from true ones */
+	cr_assert_eq(rhkv_cluster_mget_moved(cl, N, kp, kl, out, st, moved), 0);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(st[i], owner[i] == 2 ? 0 : RHKV_ENOTFOUND);
+		cr_assert_eq(moved[i], owner[i] != 2, "%s on node %d", keys[i],
+			     owner[i]);
 		rhkv_value_free(&out[i]);
 	}
 	thaw(1);
