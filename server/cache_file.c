@@ -288,10 +288,10 @@ static bool restore_item(struct cache *c, struct item *it,
 	cache__item_linked(c, it);
 	rhkv_rcu_read_unlock();
 	r->items++;
+	/* The write sequence only: a cas a client chose (item_cas) is no
+	 * sequence and may be anything up to 2^64 - 1. */
 	if (it->cas > r->max_cas)
 		r->max_cas = it->cas;
-	if (item_cas(it) > r->max_cas)
-		r->max_cas = item_cas(it);
 	return true;
 }
 
