@@ -684,8 +684,8 @@ def refusals(tmp):
     keys = populate(path, args)
     with open(path, "r+b") as f:
         f.seek(8)
-        f.write(struct.pack("<I", 2))
-    restart_empty(path, args, "format RHKVARN1 version 2")
+        f.write(struct.pack("<I", 99))
+    restart_empty(path, args, "format RHKVARN1 version 99")
 
     # One flipped byte in a segment: that segment goes, the rest comes back.
     keys = populate(path, args)
@@ -721,7 +721,7 @@ def refusals(tmp):
     check(srv.stop() == 0, "exit")
 
     # A delayed flush_all pending at the stop still kills what it covered
-    # (the file does not keep the flush: the items expire at its time).
+    # (the file keeps it, and the next start applies it at its time).
     os.unlink(path)
     srv = Server(path, args)
     c = Conn(srv.port)
@@ -816,9 +816,47 @@ def sequence_after_restart(tmp, threads):
     print("-t %d: cas sequence and flushes after the restart" % threads)
 
 
+def delayed_flush(tmp):
+    """A delayed flush_all pending at a stop covers, once due, the items
+    restored and those stored after the restart before it was due, and
+    at its time, not rounded up to the next second."""
+    path = os.path.join(tmp, "delayed")
+    srv = Server(path, ["-m", "64"])
+    c = Conn(srv.port)
+    check(c.store("set", "d:old", b"x") == "STORED", "set")
+    check(c.store("set", "d:big", b"y" * (40 << 10)) == "STORED", "set")
+    # Early in a second, so that a cut-off rounded up to the next second
+    # would leave the items readable for most of a second after it.
+    while not 0.05 <= time.time() % 1 < 0.3:
+        time.sleep(0.01)
+    check(c.cmd("flush_all 3") == "OK", "flush_all 3")
+    due = time.time() + 3  # the server's due time is at or before this
+    c.close()
+    check(srv.stop() == 0, "exit")
+    srv = Server(path, ["-m", "64"])
+    c = Conn(srv.port)
+    check(c.store("set", "d:new", b"z") == "STORED", "set after restart")
+    if time.time() < due - 0.2:
+        check(len(c.gets(["d:old", "d:big", "d:new"])) == 3,
+              "items gone before the delayed flush was due")
+    else:
+        print("the restart took until the flush was due: the items set "
+              "after it are not checked before")
+    while time.time() < due + 0.05:
+        time.sleep(0.01)
+    got = c.gets(["d:old", "d:big", "d:new"])
+    check(got == {}, "served after a delayed flush_all pending across the "
+          "restart came due: %s" % sorted(got))
+    c.close()
+    check(srv.stop() == 0, "exit")
+    os.unlink(path)
+    print("delayed flush_all across a restart: applied at its time")
+
+
 def sequence(tmp):
     for threads in (4, 1):
         sequence_after_restart(tmp, threads)
+    delayed_flush(tmp)
 
 
 def main():
