@@ -61,7 +61,7 @@ if [ ! -f build-fuzz/build.ninja ]; then
 		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
 ninja -C build-fuzz tests/fuzz/fuzz_text tests/fuzz/fuzz_binary tests/fuzz/fuzz_rhashtable \
-	tests/fuzz/fuzz_conn
+	tests/fuzz/fuzz_conn tests/fuzz/fuzz_file
 run_suite build-fuzz --no-rebuild --suite fuzz || status=1
 
 echo "$passed passed, $failed failed"

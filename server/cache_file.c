@@ -1,17 +1,8 @@
 /*
  * Warm restart: the arena in a file (cache_create_file). A graceful stop
  * seals the file; the next start with the same layout adopts its segments
- * in place and links their live items into a new table. The layout of the
- * file:
- *
- *   header        one page: magic, format, the layout (limit, segment
- *                 size, segments, item size limit), the stop time, the
- *                 large items' area, whether it is sealed, a checksum
- *   records       a record per segment: sealed or free, bytes used, its
- *                 eviction log and place in it, a checksum of its bytes
- *   arena         the segments, items as they are in memory
- *   large items   written at the stop (they live in allocations of their
- *                 own while the server runs), each with a checksum
+ * in place and links their live items into a new table
+ * (cache_file_restore.c). The file's layout is in cache_file.h.
  *
  * What is trusted: only a file sealed by a graceful stop, whose layout
  * matches the settings, and within it only segments (and large items)
@@ -33,62 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache_internal.h"
+#include "cache_file.h"
 
-#define FILE_MAGIC   "RHKVARN1"
-#define FILE_VERSION 1u
-#define PAGE	     4096u
-
-/* An item that was not live when the file was sealed (a usage bit no
- * running cache sets). */
-#define ITEM_SEALED_DEAD 128u
-
-struct file_header {
-	char magic[8];
-	uint32_t version;
-	uint32_t sealed; /* 1: a graceful stop wrote it, nothing since */
-	uint64_t limit, seg_size, nsegs;
-	uint32_t item_max, threads;
-	uint64_t records_off, arena_off;
-	uint64_t large_off, large_bytes, large_count;
-	int64_t stopped; /* unix seconds */
-	uint64_t check;	 /* of the bytes above */
-};
-
-enum { REC_FREE, REC_SEALED };
-
-struct seg_record {
-	uint32_t state;
-	uint32_t used;
-	uint32_t order; /* place in its log, oldest first */
-	uint8_t log;
-	uint8_t pad[3];
-	uint64_t check;
-};
-
-/* A large item in the area after the arena: this, then its size bytes
- * (header and data, as in memory), padded to 8. */
-struct large_record {
-	uint32_t size;	 /* item_size() */
-	uint32_t nbytes; /* its value's length */
-	uint64_t check;	 /* of the item's bytes */
-};
-
-struct cache_file {
-	int fd;
-	char *map; /* header, records, arena */
-	size_t map_bytes;
-	uint64_t records_off, arena_off;
-	/* The layout's: -m at the start (cache_memlimit may change the
-	 * limit later, not the file's segments) and -I. */
-	uint64_t limit;
-	uint32_t item_max;
-	struct cache_restore restore;
-};
-
-/* Four independent lanes of multiply and shift: a checksum against torn
- * and flipped bytes (not an adversary), at several bytes a cycle. */
-static uint64_t checksum(const void *p, size_t n)
+uint64_t cache__file_checksum(const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	uint64_t h[4] = { n, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full,
@@ -108,32 +46,17 @@ static uint64_t checksum(const void *p, size_t n)
 	return w * 0x94d049bb133111ebull;
 }
 
-static uint64_t header_check(const struct file_header *h)
-{
-	return checksum(h, offsetof(struct file_header, check));
-}
-
 static uint64_t round_up(uint64_t n, uint64_t to)
 {
 	return (n + to - 1) / to * to;
 }
 
-static struct file_header *header(struct cache *c)
-{
-	return (struct file_header *)c->file->map;
-}
-
-static struct seg_record *records(struct cache *c)
-{
-	return (struct seg_record *)(c->file->map + c->file->records_off);
-}
-
 /* The header as this cache would write it, unsealed. */
-static void header_fill(struct cache *c, struct file_header *h)
+static void header_fill(struct cache *c, struct cache_file_header *h)
 {
 	memset(h, 0, sizeof(*h));
-	memcpy(h->magic, FILE_MAGIC, sizeof(h->magic));
-	h->version = FILE_VERSION;
+	memcpy(h->magic, CACHE_FILE_MAGIC, sizeof(h->magic));
+	h->version = CACHE_FILE_VERSION;
 	h->limit = c->file->limit;
 	h->seg_size = c->seg_size;
 	h->nsegs = c->nsegs;
@@ -142,7 +65,7 @@ static void header_fill(struct cache *c, struct file_header *h)
 	h->records_off = c->file->records_off;
 	h->arena_off = c->file->arena_off;
 	h->large_off = c->file->arena_off + c->nsegs * c->seg_size;
-	h->check = header_check(h);
+	h->check = cache__file_header_check(h);
 }
 
 /* ---- opening ---- */
@@ -220,20 +143,21 @@ static int open_file(const struct cache_file_config *fc, char *err, size_t cap,
 }
 
 /* Why the file's contents cannot be restored, or NULL when they can. */
-static const char *unusable(struct cache *c, const struct file_header *h,
+static const char *unusable(struct cache *c, const struct cache_file_header *h,
 			    off_t size, char *buf, size_t cap)
 {
-	if (memcmp(h->magic, FILE_MAGIC, 4) != 0)
+	if (memcmp(h->magic, CACHE_FILE_MAGIC, 4) != 0)
 		return "not an rhkvd memory file";
-	if (memcmp(h->magic, FILE_MAGIC, sizeof(h->magic)) != 0 ||
-	    h->version != FILE_VERSION) {
+	if (memcmp(h->magic, CACHE_FILE_MAGIC, sizeof(h->magic)) != 0 ||
+	    h->version != CACHE_FILE_VERSION) {
 		snprintf(buf, cap,
 			 "format %.8s version %u, this rhkvd writes "
 			 "%s version %u",
-			 h->magic, h->version, FILE_MAGIC, FILE_VERSION);
+			 h->magic, h->version, CACHE_FILE_MAGIC,
+			 CACHE_FILE_VERSION);
 		return buf;
 	}
-	if (h->check != header_check(h))
+	if (h->check != cache__file_header_check(h))
 		return "its header is corrupt";
 	if (!h->sealed)
 		return "it was not sealed: the server did not stop cleanly "
@@ -254,263 +178,38 @@ static const char *unusable(struct cache *c, const struct file_header *h,
 	    h->records_off != c->file->records_off ||
 	    h->arena_off != c->file->arena_off)
 		return "its segment layout differs from this build's";
-	if ((uint64_t)size < h->large_off + h->large_bytes)
+	/* The large items' area: read whole into memory at the restore, and
+	 * the file is cut at its start then (an offset inside the arena
+	 * would cut the arena from under its mapping). Its items were in
+	 * memory under the limit, each in more bytes than its record. */
+	if (h->large_off != h->arena_off + h->nsegs * h->seg_size)
+		return "its large items' offset is not the arena's end";
+	if ((uint64_t)size < h->large_off ||
+	    (uint64_t)size - h->large_off < h->large_bytes)
 		return "it is truncated";
+	if (h->large_bytes > h->limit ||
+	    h->large_count > h->large_bytes / CACHE_LARGE_RECORD_MIN)
+		return "its large items' area is out of bounds";
+	if (h->flush_due_ns < 0)
+		return "its pending flush_all's time is out of bounds";
 	return NULL;
-}
-
-/* ---- restoring ---- */
-
-struct restore_ctx {
-	int64_t now;
-	uint64_t max_cas;
-	unsigned long items, large_items, expired, duplicates;
-};
-
-/* Links one item found in the file; false when it is not to be. */
-static bool restore_item(struct cache *c, struct item *it,
-			 struct restore_ctx *r)
-{
-	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
-	struct cache_key k = { item_key(it), it->nkey };
-
-	if (exp && exp <= r->now) {
-		r->expired++;
-		return false;
-	}
-	rhkv_rcu_read_lock();
-	if (rhashtable_lookup_get_insert_key(&c->ht, &k, &it->node,
-					     cache__params) != NULL) {
-		rhkv_rcu_read_unlock();
-		r->duplicates++;
-		return false;
-	}
-	cache__item_linked(c, it);
-	rhkv_rcu_read_unlock();
-	r->items++;
-	if (it->cas > r->max_cas)
-		r->max_cas = it->cas;
-	if (item_cas(it) > r->max_cas)
-		r->max_cas = item_cas(it);
-	return true;
-}
-
-/* The item at off of a segment, if its header lies within used. */
-static struct item *item_at(char *base, uint32_t off, uint32_t used)
-{
-	struct item *it = (struct item *)(base + off);
-
-	if (off + ITEM_HEADER_BYTES > used || it->nkey == 0 ||
-	    it->nbytes16 == ITEM_NBYTES_LARGE || off + item_size(it) > used)
-		return NULL;
-	return it;
-}
-
-/* Segments sealed in the file whose checksum holds, by log and order. */
-static int by_order(const void *a, const void *b, void *arg)
-{
-	const struct seg_record *rec = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	if (rec[x].log != rec[y].log)
-		return rec[x].log < rec[y].log ? -1 : 1;
-	return rec[x].order < rec[y].order ? -1 : rec[x].order > rec[y].order;
-}
-
-static void restore_segments(struct cache *c, struct restore_ctx *r,
-			     uint32_t *idx, uint32_t n)
-{
-	struct seg_record *rec = records(c);
-
-	qsort_r(idx, n, sizeof(*idx), by_order, rec);
-	for (uint32_t k = 0; k < n; k++) {
-		struct seg *s = &c->segs[idx[k]];
-
-		s->base = c->arena + (size_t)idx[k] * c->seg_size;
-		s->c = c;
-		s->used = rec[idx[k]].used;
-		s->large = false;
-		atomic_store_explicit(&s->live, 0, memory_order_relaxed);
-		atomic_store_explicit(&s->published, s->used,
-				      memory_order_relaxed);
-		cache__add64(&c->mem, (int64_t)c->seg_size);
-		atomic_fetch_add_explicit(&c->seg_resident, 1,
-					  memory_order_relaxed);
-		for (uint32_t off = 0; off < s->used;) {
-			struct item *it = item_at(s->base, off, s->used);
-
-			if (!it)
-				break; /* the checksum held: cannot happen */
-			off += cache__seg_bytes(it);
-			if (!(item__usage(it) & ITEM_SEALED_DEAD))
-				restore_item(c, it, r);
-		}
-		atomic_store_explicit(&s->published, s->used,
-				      memory_order_relaxed);
-		cache__seal(c, s, rec[idx[k]].log);
-	}
-}
-
-static void restore_large(struct cache *c, struct restore_ctx *r,
-			  const struct file_header *h)
-{
-	char *area;
-	uint64_t off = 0;
-
-	if (!h->large_bytes)
-		return;
-	area = malloc(h->large_bytes);
-	if (!area || pread(c->file->fd, area, h->large_bytes,
-			   (off_t)h->large_off) != (ssize_t)h->large_bytes) {
-		free(area);
-		c->file->restore.corrupt_large += h->large_count;
-		return;
-	}
-	for (uint64_t i = 0; i < h->large_count; i++) {
-		struct large_record lr;
-		struct cache_room need;
-		struct item *src, *it;
-
-		if (off + sizeof(lr) > h->large_bytes)
-			break;
-		memcpy(&lr, area + off, sizeof(lr));
-		off += sizeof(lr);
-		if (lr.size < ITEM_HEADER_BYTES ||
-		    off + lr.size > h->large_bytes ||
-		    checksum(area + off, lr.size) != lr.check) {
-			c->file->restore.corrupt_large++;
-			break; /* the records after it cannot be found */
-		}
-		src = (struct item *)(area + off);
-		off += round_up(lr.size, 8);
-		it = cache__large_alloc(c, lr.size, lr.nbytes, &need);
-		if (!it) {
-			c->file->restore.corrupt_large++;
-			continue;
-		}
-		memcpy(it, src, lr.size);
-		it->nbytes16 = ITEM_NBYTES_LARGE;
-		if (!restore_item(c, it, r))
-			cache__item_discard(c, 0, it);
-		else
-			r->large_items++;
-	}
-	free(area);
-}
-
-/* Checks the segments' checksums; indexes of the good ones into idx, the
- * count of items they hold (for the table's first size) into *items. */
-static uint32_t check_segments(struct cache *c, uint32_t *idx,
-			       unsigned long *items)
-{
-	struct seg_record *rec = records(c);
-	uint32_t n = 0;
-
-	*items = 0;
-	for (size_t i = 0; i < c->nsegs; i++) {
-		char *base = c->arena + i * c->seg_size;
-
-		if (rec[i].state != REC_SEALED)
-			continue;
-		if (rec[i].used > c->seg_size || rec[i].log > LOG_KEPT ||
-		    checksum(base, rec[i].used) != rec[i].check) {
-			c->file->restore.corrupt_segments++;
-			rec[i].state = REC_FREE;
-			continue;
-		}
-		for (uint32_t off = 0; off < rec[i].used;) {
-			struct item *it = item_at(base, off, rec[i].used);
-
-			if (!it)
-				break;
-			off += cache__seg_bytes(it);
-			(*items)++;
-		}
-		idx[n++] = (uint32_t)i;
-	}
-	return n;
-}
-
-/* Segments not restored: free, their stale pages given back. */
-static void release_unused(struct cache *c)
-{
-	struct seg_record *rec = records(c);
-
-	for (size_t i = c->nsegs; i-- > 0;) {
-		struct seg *s = &c->segs[i];
-
-		if (rec[i].state == REC_SEALED)
-			continue;
-		s->base = c->arena + i * c->seg_size;
-		s->c = c;
-		s->state = SEG_FREE;
-		madvise(s->base, c->seg_size, MADV_REMOVE);
-		s->next_free = c->released;
-		c->released = s;
-	}
-	c->fresh = c->nsegs;
-}
-
-int cache__file_restore(struct cache *c)
-{
-	struct cache_file *f = c->file;
-	struct restore_ctx r = { .now = cache_now() };
-	struct file_header h = *header(c);
-	struct timespec t0, t1;
-	uint32_t *idx;
-	uint32_t n;
-	unsigned long items;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* From here on a crash leaves a file nobody trusts. */
-	header(c)->sealed = 0;
-	header(c)->check = header_check(header(c));
-	msync(f->map, PAGE, MS_SYNC);
-	idx = malloc(c->nsegs * sizeof(*idx));
-	if (!idx)
-		return -1;
-	n = check_segments(c, idx, &items);
-	if (cache__table_init(c, items)) {
-		free(idx);
-		return -1;
-	}
-	restore_segments(c, &r, idx, n);
-	free(idx);
-	release_unused(c);
-	restore_large(c, &r, &h);
-	/* The large items are in memory now: the file ends with the arena. */
-	if (ftruncate(f->fd, (off_t)h.large_off))
-		f->restore.large_not_freed = true;
-	for (unsigned int t = 0; t < c->threads; t++)
-		atomic_store_explicit(&c->cas_seq[t].v,
-				      r.max_cas / c->threads + 1,
-				      memory_order_relaxed);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	f->restore.items = r.items;
-	f->restore.large_items = r.large_items;
-	f->restore.expired = r.expired;
-	f->restore.duplicates = r.duplicates;
-	f->restore.segments = n;
-	f->restore.down_seconds = r.now - h.stopped;
-	f->restore.seconds = (double)(t1.tv_sec - t0.tv_sec) +
-			     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	return 0;
 }
 
 /* ---- opening ---- */
 
 static void layout(struct cache *c)
 {
-	c->file->records_off = PAGE;
-	c->file->arena_off =
-		round_up(PAGE + c->nsegs * sizeof(struct seg_record), PAGE);
+	c->file->records_off = CACHE_FILE_PAGE;
+	c->file->arena_off = round_up(
+		CACHE_FILE_PAGE + c->nsegs * sizeof(struct cache_seg_record),
+		CACHE_FILE_PAGE);
 }
 
 int cache__file_open(struct cache *c, const struct cache_file_config *fc,
 		     char *err, size_t cap, bool *refused, bool *restorable)
 {
 	struct cache_file *f = calloc(1, sizeof(*f));
-	struct file_header h;
+	struct cache_file_header h;
 	struct statfs sfs;
 	struct stat st;
 	char why[160];
@@ -563,8 +262,8 @@ int cache__file_open(struct cache *c, const struct cache_file_config *fc,
 	c->arena = f->map + f->arena_off;
 	c->arena_bytes = c->nsegs * c->seg_size;
 	if (!*restorable) {
-		header_fill(c, header(c));
-		msync(f->map, PAGE, MS_SYNC);
+		header_fill(c, cache__file_header(c));
+		msync(f->map, CACHE_FILE_PAGE, MS_SYNC);
 	}
 	*refused = false;
 	return 0;
@@ -575,33 +274,17 @@ int cache__file_open(struct cache *c, const struct cache_file_config *fc,
 struct seal_ctx {
 	uint32_t order[2];
 	int64_t now;
-	uint32_t flush_at; /* a delayed flush_all's second, or 0 */
 	uint64_t large_bytes, large_count;
 	FILE *large; /* the large items' area, written behind the arena */
 	bool failed;
 };
-
-/*
- * A delayed flush_all pending at the stop would be forgotten (it lives in
- * memory, not in the file) and every item it was to kill would come back
- * and outlive it: the item expires when the flush was due instead (to the
- * second, rounded up, as exptime has it).
- */
-static void expire_at_flush(struct item *it, const struct seal_ctx *x)
-{
-	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
-
-	if (x->flush_at && (!exp || exp > x->flush_at))
-		atomic_store_explicit(&it->exptime, x->flush_at,
-				      memory_order_relaxed);
-}
 
 /* Marks what is not live in a segment and records it as sealed. */
 static void seal_segment(struct cache *c, struct seg *s, int log,
 			 struct seal_ctx *x)
 {
 	size_t i = (size_t)(s->base - c->arena) / c->seg_size;
-	struct seg_record *rec = &records(c)[i];
+	struct cache_seg_record *rec = &cache__file_records(c)[i];
 
 	rhkv_rcu_read_lock();
 	for (uint32_t off = 0; off < s->used;) {
@@ -615,21 +298,19 @@ static void seal_segment(struct cache *c, struct seg *s, int log,
 		if (!live)
 			atomic_fetch_or_explicit(&it->usage, ITEM_SEALED_DEAD,
 						 memory_order_relaxed);
-		else
-			expire_at_flush(it, x);
 	}
 	rhkv_rcu_read_unlock();
-	rec->state = REC_SEALED;
+	rec->state = CACHE_REC_SEALED;
 	rec->used = s->used;
 	rec->log = (uint8_t)log;
 	rec->order = x->order[log]++;
-	rec->check = checksum(s->base, s->used);
+	rec->check = cache__file_checksum(s->base, s->used);
 }
 
 static void seal_large(struct cache *c, struct item *it, struct seal_ctx *x)
 {
-	struct large_record lr = { .size = (uint32_t)item_size(it),
-				   .nbytes = item_nbytes(it) };
+	struct cache_large_record lr = { .size = (uint32_t)item_size(it),
+					 .nbytes = item_nbytes(it) };
 	static const char zeros[8];
 	struct cache_key k = { item_key(it), it->nkey };
 	bool live;
@@ -640,8 +321,7 @@ static void seal_large(struct cache *c, struct item *it, struct seal_ctx *x)
 	rhkv_rcu_read_unlock();
 	if (!live || x->failed)
 		return;
-	expire_at_flush(it, x);
-	lr.check = checksum(it, lr.size);
+	lr.check = cache__file_checksum(it, lr.size);
 	if (fwrite(&lr, sizeof(lr), 1, x->large) != 1 ||
 	    fwrite(it, lr.size, 1, x->large) != 1 ||
 	    fwrite(zeros, round_up(lr.size, 8) - lr.size, 1, x->large) > 1) {
@@ -656,18 +336,11 @@ int cache__file_seal(struct cache *c)
 {
 	struct cache_file *f = c->file;
 	struct seal_ctx x = { .now = cache_now() };
-	struct file_header *h = header(c);
-	int64_t due =
-		atomic_load_explicit(&c->flush_due_ns, memory_order_acquire);
+	struct cache_file_header *h = cache__file_header(c);
 	int fd;
 
-	if (due) {
-		int64_t at = (due + 999999999) / 1000000000;
-
-		x.flush_at = at > UINT32_MAX ? UINT32_MAX : (uint32_t)at;
-	}
-
-	memset(records(c), 0, c->nsegs * sizeof(struct seg_record));
+	memset(cache__file_records(c), 0,
+	       c->nsegs * sizeof(struct cache_seg_record));
 	header_fill(c, h);
 	fd = dup(f->fd);
 	x.large = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -700,13 +373,18 @@ int cache__file_seal(struct cache *c)
 	h->large_bytes = x.large_bytes;
 	h->large_count = x.large_count;
 	h->stopped = x.now;
-	h->check = header_check(h);
+	/* A delayed flush_all still pending is kept to the nanosecond: the
+	 * next start applies it when it is due, to what it restores and to
+	 * what is stored before then. */
+	h->flush_due_ns =
+		atomic_load_explicit(&c->flush_due_ns, memory_order_acquire);
+	h->check = cache__file_header_check(h);
 	if (msync(f->map, f->map_bytes, MS_SYNC) || fsync(f->fd))
 		return -1;
 	/* Last, alone: the seal says everything before it is written. */
 	h->sealed = 1;
-	h->check = header_check(h);
-	return msync(f->map, PAGE, MS_SYNC);
+	h->check = cache__file_header_check(h);
+	return msync(f->map, CACHE_FILE_PAGE, MS_SYNC);
 }
 
 void cache__file_close(struct cache *c)

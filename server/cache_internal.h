@@ -102,6 +102,15 @@ struct seg_writer {
  * never changed, never carried to another item by a copy of the marks. */
 #define ITEM_LAYOUT_BITS (ITEM_HAS_FLAGS | ITEM_CAS_CHOSEN)
 
+/* The longest key an item holds (nkey), as memcached's. */
+#define CACHE_KEY_MAX 250
+
+/* The highest write sequence (it->cas) an item restored from a memory
+ * file may carry: 2^62 writes, far beyond any server's life, and low
+ * enough that the sequences seeded above it (cache__file_restore) and the
+ * cas values made from them (sequence * threads + thread + 1) never wrap. */
+#define CACHE_SEQ_MAX (UINT64_C(1) << 62)
+
 /* A thread's cas sequence, alone on its cache line. */
 struct cas_seq {
 	_Alignas(64) _Atomic uint64_t v;
@@ -332,6 +341,15 @@ static const struct rhashtable_params cache__params = {
 };
 
 /* ---- small helpers ---- */
+
+/* Whether an item of size bytes with a value of nbytes lives in a segment
+ * (else it takes an allocation of its own: a large item). */
+static inline bool cache__item_in_segment(const struct cache *c,
+					  uint32_t nbytes, size_t size)
+{
+	return nbytes <= ITEM_SEG_VALUE_MAX &&
+	       ((size + 7) & ~(size_t)7) <= c->seg_size / 8;
+}
 
 static inline int64_t cache__load64(_Atomic int64_t *p)
 {

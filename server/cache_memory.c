@@ -401,8 +401,7 @@ struct item *cache__item_alloc(struct cache *c, unsigned int thread,
 {
 	size_t size = ITEM_HEADER_BYTES + (flags ? 4 : 0) + key.n + nbytes +
 		      (room_for_cas ? sizeof(uint64_t) : 0);
-	bool large =
-		nbytes > ITEM_SEG_VALUE_MAX || round8(size) > c->seg_size / 8;
+	bool large = !cache__item_in_segment(c, nbytes, size);
 	struct item *it;
 	uint8_t layout = flags ? ITEM_HAS_FLAGS : 0;
 

@@ -198,8 +198,9 @@ static void put_restore(const struct stats_sink *k, struct server *srv)
 	stats__put_u(k, STATS_GAUGE, "restore_items",
 		     "Items restored from --memory-file at the start", r.items);
 	stats__put_u(k, STATS_GAUGE, "restore_skipped_items",
-		     "Items of --memory-file not restored: expired while "
-		     "down, or large items whose checksum failed",
+		     "Items of --memory-file not restored: expired (or "
+		     "flushed by a delayed flush_all) while down, or large "
+		     "items whose checksum failed",
 		     r.expired + r.duplicates + r.corrupt_large);
 	stats__put_u(k, STATS_GAUGE, "restore_skipped_segments",
 		     "Segments of --memory-file not restored: their checksum "

@@ -3,8 +3,12 @@
  * back whole (values, flags, cas, exptimes, large items, cas continuing
  * above), and everything else starts empty or drops only what is damaged:
  * a file never sealed (a crash), other settings, another format, a
- * truncated file, a corrupted segment or large item; and the file's mode,
- * owner and kind are checked. The thread count may change.
+ * truncated file, a corrupted segment or large item, and a file whose
+ * checksums hold but whose fields are out of bounds (a crafted one: a large
+ * item's length beyond its allocation, the large items' offset inside the
+ * arena, a segment item above the segment limit, a write sequence or key
+ * length out of range); and the file's mode, owner and kind are checked.
+ * The thread count may change.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -19,6 +23,7 @@
 #include "common/rcu.h"
 #include "harness.h" /* H_SANITIZED_BUILD */
 #include "server/cache.h"
+#include "server/cache_file.h" /* crafted files: the layout */
 
 #define MB (1u << 20)
 
@@ -500,4 +505,170 @@ Test(cache_file, mode_owner_and_links_are_checked)
 	snprintf(link, sizeof(link), "%s/link", dir);
 	cr_assert_eq(symlink(path, link), 0);
 	assert_refused(link, "symbolic link");
+}
+
+/* ---- fields no checksum covers, or that a crafted file sets ---- */
+
+static struct cache_file_header file_header(void)
+{
+	struct cache_file_header h;
+	int fd = open(path, O_RDONLY);
+
+	cr_assert_eq(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	close(fd);
+	return h;
+}
+
+static void patch(off_t at, const void *p, size_t n)
+{
+	int fd = open(path, O_RDWR);
+
+	cr_assert_eq(pwrite(fd, p, n, at), (ssize_t)n);
+	close(fd);
+}
+
+/* Writes h with its checksum made good again. */
+static void put_header(struct cache_file_header *h)
+{
+	h->check = cache__file_header_check(h);
+	patch(0, h, sizeof(*h));
+}
+
+/* Makes the checksum of the segment holding file offset at good again,
+ * as a file crafted to pass it would have it. */
+static void reseal_segment_of(off_t at)
+{
+	struct cache_file_header h = file_header();
+	size_t i = (size_t)((uint64_t)at - h.arena_off) / h.seg_size;
+	off_t ro = (off_t)(h.records_off + i * sizeof(struct cache_seg_record));
+	struct cache_seg_record rec;
+	char *buf = malloc(h.seg_size);
+	int fd = open(path, O_RDWR);
+
+	cr_assert_eq(pread(fd, &rec, sizeof(rec), ro), (ssize_t)sizeof(rec));
+	cr_assert_eq(rec.state, CACHE_REC_SEALED);
+	cr_assert_eq(
+		pread(fd, buf, rec.used, (off_t)(h.arena_off + i * h.seg_size)),
+		(ssize_t)rec.used);
+	rec.check = cache__file_checksum(buf, rec.used);
+	cr_assert_eq(pwrite(fd, &rec, sizeof(rec), ro), (ssize_t)sizeof(rec));
+	close(fd);
+	free(buf);
+}
+
+/* The file offset of the item whose key is k (flags 0) and value starts
+ * with "k/1/". */
+static off_t item_off(const char *k)
+{
+	char needle[32];
+
+	snprintf(needle, sizeof(needle), "%s%s/1/", k, k);
+	return find(needle, strlen(needle)) - (off_t)ITEM_HEADER_BYTES;
+}
+
+Test(cache_file, large_item_length_beyond_its_allocation_starts_empty)
+{
+	uint32_t nbytes = 30000 + 4000;
+
+	sealed_with_keys(10, 64 * MB, 1 * MB); /* k0 is large: 30000 bytes */
+	/* The record's value length, which no checksum covers. */
+	patch(item_off("k0") - (off_t)sizeof(struct cache_large_record) + 4,
+	      &nbytes, sizeof(nbytes));
+	assert_empty_because(64 * MB, 1 * MB, "large item's length");
+}
+
+Test(cache_file, large_items_offset_inside_the_arena_starts_empty)
+{
+	struct cache_file_header h;
+
+	sealed_with_keys(10, 64 * MB, 1 * MB);
+	h = file_header();
+	/* Cutting the file there would take the arena from its mapping. */
+	h.large_off = h.arena_off;
+	h.large_bytes = 0;
+	h.large_count = 0;
+	put_header(&h);
+	assert_empty_because(64 * MB, 1 * MB, "large items' offset");
+
+	sealed_with_keys(10, 64 * MB, 1 * MB);
+	h = file_header();
+	h.large_off = UINT64_MAX - 4095; /* + large_bytes wraps */
+	h.large_bytes = 8192;
+	put_header(&h);
+	assert_empty_because(64 * MB, 1 * MB, "large items' offset");
+
+	sealed_with_keys(10, 64 * MB, 1 * MB);
+	h = file_header();
+	h.large_count = UINT64_MAX;
+	put_header(&h);
+	assert_empty_because(64 * MB, 1 * MB, "out of bounds");
+}
+
+/* 200 items of 200 bytes in one segment of a 64 MiB cache. */
+static void sealed_with_small(void)
+{
+	struct cache_restore r;
+	struct cache *c = open_cache(64 * MB, 1 * MB, &r);
+	char k[32], v[200];
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(k, sizeof(k), "s%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, v,
+					 (uint32_t)value_of(v, sizeof(v), k, 1),
+					 0, NULL),
+			     CACHE_STORED);
+	}
+	cache_destroy(c);
+}
+
+Test(cache_file, segment_item_above_the_segment_limit_starts_empty)
+{
+	uint16_t n16 = 20000; /* > ITEM_SEG_VALUE_MAX, within the segment */
+	off_t at;
+
+	sealed_with_small();
+	at = item_off("s3");
+	patch(at + 24, &n16, sizeof(n16));
+	reseal_segment_of(at);
+	assert_empty_because(64 * MB, 1 * MB, "above the segment limit");
+}
+
+Test(cache_file, item_fields_out_of_range_start_empty)
+{
+	uint64_t cas = CACHE_SEQ_MAX + 1, zero = 0;
+	uint8_t nkey = 251;
+	struct cache_file_header h;
+	uint32_t used;
+	off_t at;
+
+	/* A write sequence the cas sequences would wrap above. */
+	sealed_with_small();
+	at = item_off("s3");
+	patch(at + 8, &cas, sizeof(cas));
+	reseal_segment_of(at);
+	assert_empty_because(64 * MB, 1 * MB, "write sequence");
+	sealed_with_small();
+	at = item_off("s3");
+	patch(at + 8, &zero, sizeof(zero));
+	reseal_segment_of(at);
+	assert_empty_because(64 * MB, 1 * MB, "write sequence");
+
+	/* A key longer than any key. */
+	sealed_with_small();
+	at = item_off("s3");
+	patch(at + 26, &nkey, sizeof(nkey));
+	reseal_segment_of(at);
+	assert_empty_because(64 * MB, 1 * MB, "key length");
+
+	/* A record's used bytes beyond its segment. */
+	sealed_with_small();
+	h = file_header();
+	at = item_off("s3");
+	used = (uint32_t)h.seg_size + 8;
+	patch((off_t)(h.records_off + (size_t)((uint64_t)at - h.arena_off) /
+					      h.seg_size *
+					      sizeof(struct cache_seg_record)) +
+		      4,
+	      &used, sizeof(used));
+	assert_empty_because(64 * MB, 1 * MB, "segment record");
 }

@@ -3,7 +3,7 @@
 # part checks): graceful (SIGTERM and SIGUSR1 with 500,000 items), kill
 # (SIGKILL under write load, mid-seal, clean stops) and refusals (the file's
 # mode, owner, lock; other settings, truncation, corruption, versions).
-# usage: test_warm_restart.sh graceful|kill|refusals
+# usage: test_warm_restart.sh graceful|kill|refusals|sequence
 # Skips (77) when the server under test is memcached: the flag is rhkvd's.
 set -euo pipefail
 here=$(dirname "$0")

@@ -1,6 +1,7 @@
 """Warm restart (--memory-file) against rhkvd, driven over the text protocol.
 
-usage: warm_restart.py SERVER PART    PART: graceful | kill | refusals
+usage: warm_restart.py SERVER PART
+       PART: graceful | kill | refusals | sequence
 
 graceful  500,000 items (50,000 under a sanitizer) of mixed sizes, flags
           and TTLs; stopped by SIGTERM, then by SIGUSR1: each start restores
@@ -19,6 +20,11 @@ refusals  what the file and the settings make a start do: exit 64 for a
           use; start empty, saying why, for other -m or -I, a truncated file
           or another format version; drop only a corrupt segment; a
           delayed flush_all pending at the stop still applies after it.
+sequence  a cas a client chose (meta E) up to 2^64 - 1 across a restart,
+          with 4 threads and with 1: new cas values are unique against the
+          restored ones, flush_all and flush_prefix cover what they must
+          and nothing stored after them; a delayed flush_all pending across
+          the restart covers items stored after it, and at its time.
 
 Each server listens on 127.0.0.1 on a free port and is stopped by PID; the
 files live in a fresh folder under /dev/shm, removed at the end.
@@ -94,7 +100,7 @@ def listens(pid, port):
 
 
 class Server:
-    def __init__(self, path, args=(), expect_start=True):
+    def __init__(self, path, args=(), expect_start=True, threads=2):
         self.path = path
         self.log = path + ".log.%d" % len(started)
         for _ in range(5):
@@ -102,7 +108,8 @@ class Server:
             with open(self.log, "wb") as out:
                 self.p = subprocess.Popen(
                     [SERVER, "-p", str(self.port), "-l", "127.0.0.1",
-                     "-t", "2", "-v", "--memory-file", path] + list(args),
+                     "-t", str(threads), "-v", "--memory-file", path] +
+                    list(args),
                     stdout=out, stderr=subprocess.STDOUT)
             started.append(self.p)
             if not expect_start:
@@ -677,8 +684,8 @@ def refusals(tmp):
     keys = populate(path, args)
     with open(path, "r+b") as f:
         f.seek(8)
-        f.write(struct.pack("<I", 2))
-    restart_empty(path, args, "format RHKVARN1 version 2")
+        f.write(struct.pack("<I", 99))
+    restart_empty(path, args, "format RHKVARN1 version 99")
 
     # One flipped byte in a segment: that segment goes, the rest comes back.
     keys = populate(path, args)
@@ -714,7 +721,7 @@ def refusals(tmp):
     check(srv.stop() == 0, "exit")
 
     # A delayed flush_all pending at the stop still kills what it covered
-    # (the file does not keep the flush: the items expire at its time).
+    # (the file keeps it, and the next start applies it at its time).
     os.unlink(path)
     srv = Server(path, args)
     c = Conn(srv.port)
@@ -737,11 +744,127 @@ def refusals(tmp):
     print("delayed flush_all: kept across the restart")
 
 
+# ---- sequence ----
+
+CAS_TOP = (1 << 64) - 1
+
+
+def populate_chosen(path, threads):
+    """A sealed file with a few ordinary items and one whose cas a client
+    chose: 2^64 - 1. The restored cas values (chosen one excluded)."""
+    srv = Server(path, ["-m", "64"], threads=threads)
+    c = Conn(srv.port)
+    for i in range(8):
+        check(c.store("set", "s:%d" % i, b"v%d" % i) == "STORED", "set")
+    c.send(b"ms s:chosen 1 E%d\r\nx\r\n" % CAS_TOP)
+    check(c.line() == b"HD", "ms with E")
+    got = c.gets(["s:chosen"])
+    check(got["s:chosen"][2] == CAS_TOP, "chosen cas %r" % got)
+    c.close()
+    check(srv.stop() == 0, "exit")
+    srv = Server(path, ["-m", "64"], threads=threads)
+    c = Conn(srv.port)
+    got = c.gets(["s:%d" % i for i in range(8)] + ["s:chosen"])
+    check(len(got) == 9 and got["s:chosen"][2] == CAS_TOP,
+          "-t %d: restored %r" % (threads, got))
+    return srv, c, {v[2] for k, v in got.items() if k != "s:chosen"}
+
+
+def sequence_after_restart(tmp, threads):
+    path = os.path.join(tmp, "seq%d" % threads)
+    srv, c, restored = populate_chosen(path, threads)
+    # New writes on every worker: fresh cas values, never a restored one.
+    conns = [Conn(srv.port) for _ in range(threads * 2)]
+    seen = set()
+    for i, cc in enumerate(conns):
+        k = "n:%d" % i
+        check(cc.store("set", k, b"new") == "STORED", "set " + k)
+        cas = cc.gets([k])[k][2]
+        check(cas not in restored and cas not in seen,
+              "-t %d: new cas %d repeats a restored or new one (%s)" %
+              (threads, cas, sorted(restored | seen)))
+        seen.add(cas)
+    # flush_all covers what came before it, not what comes after.
+    check(c.cmd("flush_all") == "OK", "flush_all")
+    check(c.gets(["s:1", "s:chosen", "n:0"]) == {},
+          "-t %d: served after flush_all" % threads)
+    for i, cc in enumerate(conns):
+        k = "a:%d" % i
+        check(cc.store("set", k, b"after") == "STORED", "set " + k)
+        check(k in cc.gets([k]), "-t %d: %s set after flush_all is not "
+              "readable" % (threads, k))
+    # And so does a prefix flush.
+    check(c.cmd("flush_prefix p:") == "OK", "flush_prefix")
+    for i, cc in enumerate(conns):
+        k = "p:%d" % i
+        check(cc.store("set", k, b"after") == "STORED", "set " + k)
+        check(k in cc.gets([k]), "-t %d: %s set after flush_prefix is "
+              "not readable" % (threads, k))
+    for cc in conns + [c]:
+        cc.close()
+    check(srv.stop() == 0, "exit")
+
+    # flush_all as the first command after a restart hides every item.
+    srv, c, restored = populate_chosen(path, threads)
+    check(c.cmd("flush_all") == "OK", "flush_all")
+    got = c.gets(["s:%d" % i for i in range(8)] + ["s:chosen"])
+    check(got == {}, "-t %d: restored items served after flush_all: %s" %
+          (threads, sorted(got)))
+    c.close()
+    check(srv.stop() == 0, "exit")
+    os.unlink(path)
+    print("-t %d: cas sequence and flushes after the restart" % threads)
+
+
+def delayed_flush(tmp):
+    """A delayed flush_all pending at a stop covers, once due, the items
+    restored and those stored after the restart before it was due, and
+    at its time, not rounded up to the next second."""
+    path = os.path.join(tmp, "delayed")
+    srv = Server(path, ["-m", "64"])
+    c = Conn(srv.port)
+    check(c.store("set", "d:old", b"x") == "STORED", "set")
+    check(c.store("set", "d:big", b"y" * (40 << 10)) == "STORED", "set")
+    # Early in a second, so that a cut-off rounded up to the next second
+    # would leave the items readable for most of a second after it.
+    while not 0.05 <= time.time() % 1 < 0.3:
+        time.sleep(0.01)
+    check(c.cmd("flush_all 3") == "OK", "flush_all 3")
+    due = time.time() + 3  # the server's due time is at or before this
+    c.close()
+    check(srv.stop() == 0, "exit")
+    srv = Server(path, ["-m", "64"])
+    c = Conn(srv.port)
+    check(c.store("set", "d:new", b"z") == "STORED", "set after restart")
+    if time.time() < due - 0.2:
+        check(len(c.gets(["d:old", "d:big", "d:new"])) == 3,
+              "items gone before the delayed flush was due")
+    else:
+        print("the restart took until the flush was due: the items set "
+              "after it are not checked before")
+    while time.time() < due + 0.05:
+        time.sleep(0.01)
+    got = c.gets(["d:old", "d:big", "d:new"])
+    check(got == {}, "served after a delayed flush_all pending across the "
+          "restart came due: %s" % sorted(got))
+    c.close()
+    check(srv.stop() == 0, "exit")
+    os.unlink(path)
+    print("delayed flush_all across a restart: applied at its time")
+
+
+def sequence(tmp):
+    for threads in (4, 1):
+        sequence_after_restart(tmp, threads)
+    delayed_flush(tmp)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="rhkv-warm.", dir="/dev/shm")
     ok = False
     try:
-        {"graceful": graceful, "kill": kill, "refusals": refusals}[PART](tmp)
+        {"graceful": graceful, "kill": kill, "refusals": refusals,
+         "sequence": sequence}[PART](tmp)
         ok = True
     except Fail as e:
         print("FAIL: %s" % e)
