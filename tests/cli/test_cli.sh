@@ -29,7 +29,7 @@ start_server() {
 		"$server" -p "$port" -l 127.0.0.1 -t 2 -s "$sock" \
 			>>"$tmp/server.log" 2>&1 &
 		pid=$!
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$pid" 2>/dev/null || break
 			if "$cli" -p "$port" ping >/dev/null 2>&1 &&
 				listens "$pid" "$port"; then
@@ -448,7 +448,7 @@ port=$(free_port)
 "$server" -p "$port" -l 127.0.0.1 -t 2 --auth-file "$tmp/pw" \
 	>>"$tmp/server.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	"$cli" -p "$port" --auth-file "$tmp/pw" ping >/dev/null 2>&1 &&
 		listens "$pid" "$port" && break
 	sleep 0.1

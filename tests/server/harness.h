@@ -46,8 +46,10 @@ struct srv {
 			     "" when it requires auth (--auth-file) */
 };
 
-/* Default deadline of one reply, in milliseconds. */
-#define H_TIMEOUT_MS 5000
+/* Default deadline of one reply, in milliseconds: generous, as a sanitizer
+ * daemon on a loaded machine may take seconds; a passing test never waits
+ * it out. */
+#define H_TIMEOUT_MS 20000
 /* Size of a mismatch message (both sides escaped). */
 #define H_MSG_CAP 4096
 
@@ -66,7 +68,8 @@ enum srv_kind srv_kind_from_env(void);
 int srv_start(struct srv *s, const char *const *extra);
 
 /*
- * SIGTERM, then SIGKILL if it has not exited within 5 s; reaps it. Returns
+ * SIGTERM, then SIGKILL if it has not exited within 30 s (a sanitizer build
+ * sealing a memory file on a loaded machine is slow); reaps it. Returns
  * its wait status (0: exited with status 0), or -1 if it was not running.
  * Safe to call twice.
  */

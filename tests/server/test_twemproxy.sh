@@ -38,11 +38,11 @@ node_pids=()
 node_ports=()
 proxy_pid=
 
-# stop PID: SIGTERM, SIGKILL after 5 s, reaped; sets $status to its exit
+# stop PID: SIGTERM, SIGKILL after 30 s, reaped; sets $status to its exit
 # status.
 stop() {
 	kill -TERM "$1" 2>/dev/null || true
-	for _ in $(seq 50); do
+	for _ in $(seq 300); do
 		kill -0 "$1" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -68,7 +68,7 @@ start_node() {
 		port=$(free_port)
 		"$server" -p "$port" -l 127.0.0.1 -t 1 -m 64 &
 		pid=$!
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$pid" 2>/dev/null || break
 			if ready "$port" version "VERSION " &&
 				listens "$pid" "$port"; then
@@ -107,7 +107,7 @@ EOF
 			-o "$tmp/nutcracker.log" -p "$tmp/nutcracker.pid" -i 200 &
 		proxy_pid=$!
 		# A miss proves it reaches a node.
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$proxy_pid" 2>/dev/null || break
 			if ready "$proxy_port" "get rhkv-ready" "END"; then
 				return 0
