@@ -1030,15 +1030,32 @@ static void zc_read_reply(struct hconn *slow, int from, int to, uint32_t v,
 			     it.line);
 }
 
-/* Waits until the first bytes of a reply reach CONN: the server has
- * taken the request and made its reply. */
-static void zc_wait_reply(struct hconn *conn)
+/* The server's cmd_get: keys looked up so far. */
+static unsigned long long zc_cmd_get(void)
+{
+	struct hstats s;
+	unsigned long long n;
+
+	cr_assert_eq(hc_stats(c, "", &s, REPLY_MS), 0, "stats: no reply");
+	cr_assert_eq(hstats_u64(&s, "cmd_get", &n), 0, "no cmd_get");
+	return n;
+}
+
+/* Waits until the first bytes of a reply reach CONN and the server has
+ * looked up the slow get's every key (cmd_get, BASE before it, grew by
+ * ZC_ASK; nothing else gets meanwhile): its reply is made. */
+static void zc_wait_reply(struct hconn *conn, unsigned long long base)
 {
 	struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+	long long end = h_now_ms() + REPLY_MS;
 
 	cr_assert_eq(poll(&p, 1, REPLY_MS), 1, "no reply to the slow get");
-	/* A little longer: the whole line's lookups are done. */
-	h_sleep_ms(50);
+	while (zc_cmd_get() < base + ZC_ASK) {
+		cr_assert_lt(h_now_ms(), end,
+			     "the slow get's lookups never "
+			     "ended");
+		h_sleep_ms(10);
+	}
 }
 
 /* Logs the server's connection buffers while the slow reply waits: most
@@ -1083,13 +1100,15 @@ Test(store, zero_copy_reply_outlives_eviction)
 		 * kernel. */
 		setsockopt(slow->fd, SOL_SOCKET, SO_RCVBUF, &small,
 			   sizeof(small));
+		unsigned long long base = zc_cmd_get();
+
 		hbuf_printf(&b, "get");
 		for (int i = 0; i < ZC_ASK; i++)
 			hbuf_printf(&b, " z:%d", zc_ask(i));
 		hbuf_printf(&b, "\r\n");
 		cr_assert_eq(hc_send(slow, b.p, b.len), 0);
 		b.len = 0;
-		zc_wait_reply(slow);
+		zc_wait_reply(slow, base);
 		zc_log_pending(r);
 		/* Odd rounds read one value first: a reply part written. */
 		int from = r % 2;
@@ -1443,9 +1462,10 @@ Test(store, expired_items_make_room)
 	int nttl = 0, live_full, live_end, fresh, ttl;
 
 	start(extra);
-	/* 1 s; 3 s where filling the cache may take over a second, so that
-	 * it fills before the first ones expire. */
-	ttl = sanitized() ? 3 : 1;
+	/* The cache must fill before the first TTL items expire, and a TTL
+	 * of N lasts N - 1 seconds at least (one-second clocks): 3 leaves the
+	 * fill 2 seconds on a loaded machine, 6 under a sanitizer. */
+	ttl = sanitized() ? 6 : 3;
 	ex_store("live:", 0, EX_LIVE, 0, want);
 	cr_assert_eq(ex_get("live:", 0, EX_LIVE, got, want), EX_LIVE);
 	counters(c, &before);
@@ -1475,14 +1495,12 @@ Test(store, expired_items_make_room)
 		      "the cache filled",
 		      live_full, EX_LIVE);
 
-	/* They expire within TTL + 1 s; the sweep takes them without
-	 * reads. */
+	/* They expire within TTL + 1 s; the sweep takes them without reads
+	 * (stats only), polled with a generous deadline. */
 	long long left = (ttl + 1) * 1000ll + 200 - (h_now_ms() - filled_at);
-
-	if (left > 0)
-		h_sleep_ms(left);
-	unsigned long long items = ex_wait_items(
-		(unsigned long long)live_full + EX_LIVE / 100, slow_ms(5000));
+	unsigned long long items =
+		ex_wait_items((unsigned long long)live_full + EX_LIVE / 100,
+			      (left > 0 ? left : 0) + slow_ms(30000));
 
 	cr_assert_leq(items, (unsigned long long)live_full + EX_LIVE / 100,
 		      "curr_items %llu (%d live keys) after the TTL items "
