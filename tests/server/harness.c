@@ -205,6 +205,18 @@ void h_sleep_ms(long ms)
 		;
 }
 
+bool h_soak(void)
+{
+	const char *env = getenv("RHKV_TEST_SOAK");
+
+	return env && *env && strcmp(env, "0") != 0;
+}
+
+long long h_soak_ms(long long ci_ms, long long soak_ms)
+{
+	return h_soak() ? soak_ms : ci_ms;
+}
+
 static const char *server_from_env(void)
 {
 	const char *v = getenv(H_ENV_SERVER);

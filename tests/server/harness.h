@@ -206,6 +206,12 @@ long long h_now_ms(void);
 /* Sleeps MS milliseconds. */
 void h_sleep_ms(long ms);
 
+/* Whether RHKV_TEST_SOAK asks for the long runs (set, not "" or "0"):
+ * tests that run for a fixed time run SOAK_MS then, CI_MS otherwise
+ * (h_soak_ms). README.md in this folder lists them. */
+bool h_soak(void);
+long long h_soak_ms(long long ci_ms, long long soak_ms);
+
 /*
  * Criterion helpers (expand only where criterion is included). EXPECT
  * compares the next bytes with a literal; SEND sends a literal; RT does

@@ -42,8 +42,10 @@
 #define MIB	 (1024ul * 1024ul)
 #define REPLY_MS 20000 /* a reply to a large request on a loaded machine */
 
-/* The churn's length in seconds: RHKV_TEST_CHURN_S overrides both. */
-#define CHURN_S		60
+/* The churn's length in seconds: CHURN_SOAK_S with RHKV_TEST_SOAK=1;
+ * RHKV_TEST_CHURN_S overrides all three. */
+#define CHURN_S		10
+#define CHURN_SOAK_S	60
 #define CHURN_SAN_S	10
 #define STORE_ENV_CHURN "RHKV_TEST_CHURN_S"
 
@@ -69,7 +71,8 @@ static void teardown(void)
 }
 
 /* One timeout for every test of a runner: criterion 2.4.1 leaks (LSan)
- * when they differ. The churn takes CHURN_S; the rest far less. */
+ * when they differ. The churn takes CHURN_S (CHURN_SOAK_S soaking); the
+ * rest far less. */
 TestSuite(store, .fini = teardown, .timeout = 240);
 
 static void *xalloc(size_t n)
@@ -614,7 +617,9 @@ static long long churn_ms(void)
 
 	if (env && *env)
 		return atoll(env) * 1000;
-	return (sanitized() ? CHURN_SAN_S : CHURN_S) * 1000ll;
+	if (sanitized())
+		return CHURN_SAN_S * 1000ll;
+	return h_soak_ms(CHURN_S * 1000ll, CHURN_SOAK_S * 1000ll);
 }
 
 Test(store, churn)
@@ -1136,8 +1141,9 @@ Test(store, zero_copy_reply_outlives_eviction)
 
 #define HZ_KEYS	   8
 #define HZ_READERS 4
-#define HZ_ASK	   4 /* keys a get */
-#define HZ_MS	   8000
+#define HZ_ASK	   4	/* keys a get */
+#define HZ_MS	   3000 /* at least: hz_enough may ask for more */
+#define HZ_SOAK_MS 8000
 #define HZ_SAN_MS  3000
 
 /* Versions of the h: keys: sent (the writer's latest) and acknowledged
@@ -1344,7 +1350,8 @@ Test(store, concurrent_gets_under_eviction)
 	for (int i = 0; i <= HZ_READERS; i++)
 		readers[i].id = i;
 	run_threads(hz_thread, readers, sizeof(readers[0]), HZ_READERS + 1,
-		    sanitized() ? HZ_SAN_MS : HZ_MS, hz_enough);
+		    sanitized() ? HZ_SAN_MS : h_soak_ms(HZ_MS, HZ_SOAK_MS),
+		    hz_enough);
 	cr_assert_eq(atomic_load(&fails.n), 0, "%d failures; first: %s",
 		     atomic_load(&fails.n), fails.msg);
 	counters(c, &after);
