@@ -3,9 +3,10 @@
 #   1. formatting check (clang-format, the repo's .clang-format);
 #   2. the normal build, warnings as errors, every test;
 #   3. an ASan+UBSan build, every test (leaks and UB are errors);
-#   4. a TSan build: the stress tests (plain executables: criterion cannot
-#      start under TSan on Debian 12), and the integration tests of the
-#      normal build run against the TSan rhkvd;
+#   4. a TSan build of rhkvd and the stress tests (plain executables:
+#      criterion cannot start under TSan on Debian 12): the stress tests,
+#      and the integration tests of the normal build run against the TSan
+#      rhkvd;
 #   5. the libFuzzer targets (clang, ASan+UBSan): each replays its seed
 #      corpus and runs a fixed number of new inputs with a fixed seed.
 # Ends with one line "N passed, N failed".
@@ -46,8 +47,16 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 run_suite build-asan --timeout-multiplier 3 || status=1
 
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-./scripts/build.sh build-tsan -Dwerror=true --buildtype=debugoptimized \
-	-Db_sanitize=thread
+# Under TSan only the stress suite and rhkvd run: build those (meson test
+# builds what the suite's tests use), not the whole project again.
+tsan_opts=(-Dwerror=true --buildtype=debugoptimized -Db_sanitize=thread)
+if [ -f build-tsan/build.ninja ]; then
+	meson setup --reconfigure build-tsan "${tsan_opts[@]}" >/dev/null
+else
+	meson setup build-tsan "${tsan_opts[@]}" >/dev/null
+fi
+echo "build: build-tsan (${tsan_opts[*]}): rhkvd and the stress suite"
+ninja -C build-tsan server/rhkvd
 run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
 # The daemon under TSan: the integration tests (criterion, normal build)
 # drive the TSan rhkvd; a report makes it exit non-zero, which they check.
@@ -60,9 +69,9 @@ if [ ! -f build-fuzz/build.ninja ]; then
 	CC=clang meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized \
 		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
-ninja -C build-fuzz tests/fuzz/fuzz_text tests/fuzz/fuzz_binary tests/fuzz/fuzz_rhashtable \
-	tests/fuzz/fuzz_conn tests/fuzz/fuzz_file
-run_suite build-fuzz --no-rebuild --suite fuzz || status=1
+# meson test builds what the fuzz suite's tests use, and no more: every
+# fuzz target, a new one included, not the rest of the project.
+run_suite build-fuzz --suite fuzz || status=1
 
 echo "$passed passed, $failed failed"
 exit $status

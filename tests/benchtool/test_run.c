@@ -1,5 +1,5 @@
 /* Integration test of rhkv-bench: start the project's rhkvd (RHKVD) on a
- * free 127.0.0.1 port, run rhkv-bench (RHKV_BENCH) for 2 seconds against
+ * free 127.0.0.1 port, run rhkv-bench (RHKV_BENCH) for 1 second against
  * it with --prefill and --json, and check ops > 0 and zero errors; the
  * server is stopped by its PID. The --tls runs need an rhkvd with
  * --tls-port and the openssl command (a throwaway certificate); they skip
@@ -63,7 +63,7 @@ static void run_bench(const char *tls_dir, const char *const *extra)
 		sargv[5] = NULL;
 	pid_t srv = proc_start(sargv, 1);
 	cr_assert_gt(srv, 0);
-	if (proc_wait_port(tport, 10000) != 0) {
+	if (proc_wait_port(tport, 60000) != 0) {
 		kill(srv, SIGKILL);
 		proc_wait(srv);
 		cr_assert_fail("rhkvd did not listen on %d", tport);
@@ -71,7 +71,7 @@ static void run_bench(const char *tls_dir, const char *const *extra)
 	char *bargv[32] = {
 		(char *)bench, "--port", tports,   "--threads", "2",
 		"--conns",     "4",	 "--keys", "10000",	"--prefill",
-		"--duration",  "2",	 "--json", json,
+		"--duration",  "1",	 "--json", json,
 	};
 	unsigned n = 14;
 	for (unsigned i = 0; extra != NULL && extra[i] != NULL; i++)
@@ -173,54 +173,54 @@ static void run_tls(const char *protocol, const char *more)
 	tls_teardown(dir);
 }
 
-Test(run, two_seconds_against_rhkvd, .timeout = 60)
+Test(run, one_second_against_rhkvd, .timeout = 60)
 {
 	run_against_rhkvd(NULL, NULL);
 }
 
-Test(run, two_seconds_pipelined, .timeout = 60)
+Test(run, one_second_pipelined, .timeout = 60)
 {
 	run_against_rhkvd("--pipeline", "8");
 }
 
-Test(run, two_seconds_open_loop, .timeout = 60)
+Test(run, one_second_open_loop, .timeout = 60)
 {
 	run_against_rhkvd("--rate", "2000");
 }
 
-Test(run, two_seconds_binary_protocol, .timeout = 60)
+Test(run, one_second_binary_protocol, .timeout = 60)
 {
 	run_against_rhkvd("--protocol", "binary");
 }
 
-Test(run, two_seconds_meta_protocol, .timeout = 60)
+Test(run, one_second_meta_protocol, .timeout = 60)
 {
 	run_against_rhkvd("--protocol", "meta");
 }
 
 /* A connection per request: every get hits, nothing fails. */
-Test(run, two_seconds_reconnecting, .timeout = 60)
+Test(run, one_second_reconnecting, .timeout = 60)
 {
 	run_against_rhkvd("--reconnect", NULL);
 }
 
-Test(run, two_seconds_over_tls_text, .timeout = 60)
+Test(run, one_second_over_tls_text, .timeout = 60)
 {
 	run_tls("text", "--tls-resume");
 }
 
-Test(run, two_seconds_over_tls_meta, .timeout = 60)
+Test(run, one_second_over_tls_meta, .timeout = 60)
 {
 	run_tls("meta", NULL);
 }
 
 /* A full TLS handshake per request. */
-Test(run, two_seconds_over_tls_reconnecting, .timeout = 60)
+Test(run, one_second_over_tls_reconnecting, .timeout = 60)
 {
 	run_tls("text", "--reconnect");
 }
 
-Test(run, two_seconds_over_tls_binary_pipelined, .timeout = 60)
+Test(run, one_second_over_tls_binary_pipelined, .timeout = 60)
 {
 	run_tls("binary", "--pipeline=8");
 }

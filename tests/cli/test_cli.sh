@@ -29,7 +29,7 @@ start_server() {
 		"$server" -p "$port" -l 127.0.0.1 -t 2 -s "$sock" \
 			>>"$tmp/server.log" 2>&1 &
 		pid=$!
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$pid" 2>/dev/null || break
 			if "$cli" -p "$port" ping >/dev/null 2>&1 &&
 				listens "$pid" "$port"; then
@@ -373,7 +373,7 @@ if pid == 0:
     os.execv(cli, [cli, "-p", port])
 
 buf = b""
-def until(what, timeout=10):
+def until(what, timeout=60):
     global buf
     end = time.time() + timeout
     while what not in buf:
@@ -423,17 +423,20 @@ if pid == 0:
     os.execv(cli, [cli, "-p", port])
 buf = b""
 while b"> " not in buf:
-    r, _, _ = select.select([fd], [], [], 10)
+    r, _, _ = select.select([fd], [], [], 60)
     if not r:
         sys.exit("no prompt: %r" % buf)
     buf += os.read(fd, 4096)
 os.write(fd, b"ping\r")
-while b"PONG" not in buf:
-    r, _, _ = select.select([fd], [], [], 10)
+# PONG, then the next prompt: the EOF goes to that prompt.
+def pong_and_prompt():
+    i = buf.find(b"PONG")
+    return i >= 0 and b"> " in buf[i:]
+while not pong_and_prompt():
+    r, _, _ = select.select([fd], [], [], 60)
     if not r:
-        sys.exit("no PONG: %r" % buf)
+        sys.exit("no PONG and prompt: %r" % buf)
     buf += os.read(fd, 4096)
-time.sleep(0.2)
 os.write(fd, b"\x04")
 _, status = os.waitpid(pid, 0)
 if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
@@ -448,7 +451,7 @@ port=$(free_port)
 "$server" -p "$port" -l 127.0.0.1 -t 2 --auth-file "$tmp/pw" \
 	>>"$tmp/server.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	"$cli" -p "$port" --auth-file "$tmp/pw" ping >/dev/null 2>&1 &&
 		listens "$pid" "$port" && break
 	sleep 0.1

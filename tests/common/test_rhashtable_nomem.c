@@ -15,7 +15,7 @@
 #include "common/rhashtable_internal.h"
 #include "test_util.h"
 
-#define WAIT_MS 5000
+#define WAIT_MS 30000
 
 void *__real_calloc(size_t nmemb, size_t size);
 void *__real_aligned_alloc(size_t alignment, size_t size);

@@ -16,7 +16,7 @@
 #include "test_util.h"
 
 /* Longest we wait for the resize worker; it normally takes milliseconds. */
-#define WAIT_MS 5000
+#define WAIT_MS 30000
 
 struct obj {
 	int key;

@@ -129,7 +129,7 @@ for _ in 1 2 3 4 5; do
 	p=$(free_port)
 	"$server" -p "$p" -l 127.0.0.1 -t 2 -m 16 &
 	pid=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		kill -0 "$pid" 2>/dev/null || break
 		if "$root/bin/rhkv-cli" -p "$p" -t 200 ping >/dev/null 2>&1 &&
 			listens "$pid" "$p"; then

@@ -205,6 +205,18 @@ void h_sleep_ms(long ms)
 		;
 }
 
+bool h_soak(void)
+{
+	const char *env = getenv("RHKV_TEST_SOAK");
+
+	return env && *env && strcmp(env, "0") != 0;
+}
+
+long long h_soak_ms(long long ci_ms, long long soak_ms)
+{
+	return h_soak() ? soak_ms : ci_ms;
+}
+
 static const char *server_from_env(void)
 {
 	const char *v = getenv(H_ENV_SERVER);
@@ -325,10 +337,12 @@ static void exec_child(const char **argv, pid_t parent)
 	_exit(127);
 }
 
-/* Waits until S answers "version" or exits; 0, or -1 (child reaped). */
+/* Waits until S answers "version" or exits; 0, or -1 (child reaped). The
+ * deadline is generous: a sanitizer build on a loaded machine starts slowly,
+ * and a ready server ends the wait at once. */
 static int wait_ready(struct srv *s)
 {
-	long long deadline = h_now_ms() + 10000;
+	long long deadline = h_now_ms() + 60000;
 	int status;
 
 	while (h_now_ms() < deadline) {
@@ -424,7 +438,7 @@ int srv_stop(struct srv *s)
 	if (s->pid <= 0)
 		return -1;
 	kill(s->pid, SIGTERM);
-	deadline = h_now_ms() + 5000;
+	deadline = h_now_ms() + 30000;
 	while (waitpid(s->pid, &status, WNOHANG) == 0) {
 		if (h_now_ms() > deadline) {
 			fprintf(stderr, "harness: pid %d ignored SIGTERM\n",

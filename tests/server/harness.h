@@ -46,8 +46,10 @@ struct srv {
 			     "" when it requires auth (--auth-file) */
 };
 
-/* Default deadline of one reply, in milliseconds. */
-#define H_TIMEOUT_MS 5000
+/* Default deadline of one reply, in milliseconds: generous, as a sanitizer
+ * daemon on a loaded machine may take seconds; a passing test never waits
+ * it out. */
+#define H_TIMEOUT_MS 20000
 /* Size of a mismatch message (both sides escaped). */
 #define H_MSG_CAP 4096
 
@@ -66,7 +68,8 @@ enum srv_kind srv_kind_from_env(void);
 int srv_start(struct srv *s, const char *const *extra);
 
 /*
- * SIGTERM, then SIGKILL if it has not exited within 5 s; reaps it. Returns
+ * SIGTERM, then SIGKILL if it has not exited within 30 s (a sanitizer build
+ * sealing a memory file on a loaded machine is slow); reaps it. Returns
  * its wait status (0: exited with status 0), or -1 if it was not running.
  * Safe to call twice.
  */
@@ -202,6 +205,12 @@ bool h_pid_listens(pid_t pid, int port);
 long long h_now_ms(void);
 /* Sleeps MS milliseconds. */
 void h_sleep_ms(long ms);
+
+/* Whether RHKV_TEST_SOAK asks for the long runs (set, not "" or "0"):
+ * tests that run for a fixed time run SOAK_MS then, CI_MS otherwise
+ * (h_soak_ms). README.md in this folder lists them. */
+bool h_soak(void);
+long long h_soak_ms(long long ci_ms, long long soak_ms);
 
 /*
  * Criterion helpers (expand only where criterion is included). EXPECT

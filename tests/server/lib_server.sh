@@ -79,13 +79,14 @@ except OSError:
 PY
 }
 
-# stop_server [PID]: SIGTERM, SIGKILL after 5 s, reaped; sets $status to the
-# exit status. Without PID, the last server started ($pid).
+# stop_server [PID]: SIGTERM, SIGKILL after 30 s (a sanitizer build on a
+# loaded machine stops slowly), reaped; sets $status to the exit status.
+# Without PID, the last server started ($pid).
 stop_server() {
 	local p=${1:-$pid}
 	[ -n "$p" ] || return 0
 	kill -TERM "$p" 2>/dev/null || true
-	for _ in $(seq 50); do
+	for _ in $(seq 300); do
 		kill -0 "$p" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -124,7 +125,9 @@ start_server() {
 		fi
 		pid=$!
 		lib_pids+=("$pid")
-		for _ in $(seq 100); do
+		# Up to 60 s: a sanitizer build on a loaded machine starts slowly.
+		local end=$((SECONDS + 60))
+		while [ "$SECONDS" -lt "$end" ]; do
 			kill -0 "$pid" 2>/dev/null || break
 			if ready "$port" && listens "$pid" "$port"; then
 				return 0

@@ -527,7 +527,7 @@ static void final_checks(void)
 	unsigned long found = 0;
 	int tries;
 
-	for (tries = 0; tries < 50; tries++) {
+	for (tries = 0; tries < 500; tries++) {
 		cache_reclaim(cache);
 		cache_get_stats(cache, &st, false);
 		found = final_pass(got, scratch);

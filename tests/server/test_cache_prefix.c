@@ -443,8 +443,8 @@ Test(cache_prefix, memory_returns_after_the_sweep)
 	cr_assert_eq(flush(c, "gone:"), CACHE_STORED);
 	wait_retired(c);
 	/* Emptied segments go back to the pool at once, and to the kernel
-	 * once unused for a second: wait for that too (at most 10 s). */
-	for (int i = 0; i < 1000; i++) {
+	 * once unused for a second: wait for that too (at most 30 s). */
+	for (int i = 0; i < 3000; i++) {
 		cache_reclaim(c);
 		after = stats(c);
 		if (after.accounted < before.accounted / 4)
@@ -496,8 +496,9 @@ Test(cache_prefix, retirement_waits_for_readers)
 	cr_assert_not(cache_item_live(c, it, cache_now()));
 	cache_sweep_enable(c, true);
 	/* The first pass after the pause unlinks the item (no pass was
-	 * running: nothing asked for one before the flush). */
-	for (int i = 0; i < 1000; i++) {
+	 * running: nothing asked for one before the flush). Polled for up
+	 * to 30 s. */
+	for (int i = 0; i < 3000; i++) {
 		st = stats(c);
 		if (st.sweep_passes > passes && st.prefix_reclaimed)
 			break;

@@ -131,10 +131,17 @@ assert c.delete("k") is True
 assert c.delete("k") is False
 assert c.get("k") is None
 
-assert c.set("t", b"t", expire=1)
+# A relative TTL of N seconds may end after N - 1 (at a second boundary):
+# 3 leaves the touch 2 seconds. "u", set after "t" with the same TTL and not
+# touched, tells when "t" would have expired.
+assert c.set("t", b"t", expire=3)
+assert c.set("u", b"u", expire=3)
 assert c.touch("t", expire=100) is True
 assert c.touch("nx", expire=100) is False
-time.sleep(2.2)
+end = time.monotonic() + 60
+while c.get("u") is not None and time.monotonic() < end:
+    time.sleep(0.1)
+assert c.get("u") is None, "a TTL of 3 s never expired"
 assert c.get("t") == b"t", "touch did not extend the TTL"
 
 assert c.set_many({"a": b"1", "b": b"2", "c": b"3"}) == []

@@ -384,7 +384,8 @@ Test(hostile, slowloris_connections_are_closed_by_the_idle_timeout)
 			long long a = h_now_ms();
 
 			rounds++;
-			if (!good_round_trip(2000, msg, sizeof(msg)))
+			if (!good_round_trip((int)wait_ms(2000), msg,
+					     sizeof(msg)))
 				good_fail++;
 			if (h_now_ms() - a > worst_rt)
 				worst_rt = h_now_ms() - a;
@@ -422,7 +423,7 @@ Test(hostile, slowloris_connections_are_closed_by_the_idle_timeout)
 	/* our side closes the rest: curr_connections back to baseline */
 	for (int i = 0; i < SLOW_N; i++)
 		raw_close(i, false);
-	long long end = h_now_ms() + wait_ms(5000), cur;
+	long long end = h_now_ms() + wait_ms(30000), cur;
 
 	while ((cur = stat_value("curr_connections")) > base &&
 	       h_now_ms() < end)
@@ -614,7 +615,7 @@ Test(hostile, pipelined_gets_never_read_are_cut_off_by_the_stall_timeout)
 			samples++;
 		}
 		rounds++;
-		if (!good_round_trip(2000, msg, sizeof(msg)))
+		if (!good_round_trip((int)wait_ms(2000), msg, sizeof(msg)))
 			good_fail++;
 		if (poll(&pf, 1, 0) == 1 &&
 		    (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
@@ -854,7 +855,8 @@ Test(hostile, garbage_gets_an_error_or_a_close_never_a_crash)
 
 /* ---- 5. connection storm ---- */
 
-#define STORM_MS    10000
+#define STORM_MS    4000 /* 10 s with RHKV_TEST_SOAK=1 */
+#define STORM_SOAK  10000
 #define STORM_MAX   100000
 #define STORM_LIMIT 50
 #define STORM_BURST 80
@@ -915,7 +917,8 @@ Test(hostile, connection_storm_and_a_burst_over_the_limit)
 	t0 = h_now_ms();
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, storm, NULL), 0);
-	while (!atomic_load(&storm_stop) && h_now_ms() - t0 < STORM_MS) {
+	while (!atomic_load(&storm_stop) &&
+	       h_now_ms() - t0 < h_soak_ms(STORM_MS, STORM_SOAK)) {
 		static const char rt[] = "set storm 0 0 2\r\nok\r\n"
 					 "get storm\r\n";
 		static const char want[] = "STORED\r\nVALUE storm 0 2\r\n"
@@ -923,8 +926,8 @@ Test(hostile, connection_storm_and_a_burst_over_the_limit)
 
 		rounds++;
 		if (hc_send(good, rt, sizeof(rt) - 1) ||
-		    !hc_expect(good, want, sizeof(want) - 1, 2000, msg,
-			       sizeof(msg)))
+		    !hc_expect(good, want, sizeof(want) - 1, (int)wait_ms(2000),
+			       msg, sizeof(msg)))
 			good_fail++;
 		h_sleep_ms(250);
 	}
@@ -945,7 +948,7 @@ Test(hostile, connection_storm_and_a_burst_over_the_limit)
 		     good_fail, rounds, msg);
 	/* connections the storm left queued count against -c until the
 	 * server has seen them close */
-	after = fds_down_to(base + 3, wait_ms(5000));
+	after = fds_down_to(base + 3, wait_ms(30000));
 	cr_assert_leq(after, base + 3,
 		      "after the storm the server holds %d descriptors, %d "
 		      "before (and one good client)",
@@ -993,7 +996,7 @@ Test(hostile, connection_storm_and_a_burst_over_the_limit)
 	for (int i = 0; i < STORM_BURST; i++)
 		hc_close(&conns[i]);
 	hc_close(&good);
-	after = fds_down_to(base + 2, wait_ms(5000));
+	after = fds_down_to(base + 2, wait_ms(30000));
 	cr_assert_leq(after, base + 2,
 		      "after closing all, the server holds %d descriptors, "
 		      "%d before the storm",
@@ -1089,7 +1092,7 @@ Test(hostile, resets_and_half_closes_with_replies_in_flight)
 
 	cr_assert(server_alive(), "the server died");
 	GOOD_RT("after a reset in the middle of a reply stream");
-	after = fds_down_to(base, wait_ms(5000));
+	after = fds_down_to(base, wait_ms(30000));
 	cr_assert_leq(after, base,
 		      "the server holds %d descriptors, %d before the resets",
 		      after, base);

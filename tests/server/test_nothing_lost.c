@@ -32,16 +32,23 @@
 
 #include "harness.h"
 
-#define NL_KEYS	     20000
-#define NL_TMP_KEYS  50000
-#define NL_WRITERS   8
-#define NL_BATCH     40	     /* requests pipelined per round trip */
-#define NL_SET_PCT   70	     /* of a writer's requests; the rest are gets */
-#define NL_MAX_SETS  6000000 /* versions; writers stop when they run out */
-#define NL_RUN_MS    30000
-#define NL_RUN_SAN   10000 /* a sanitized test or server */
-#define NL_TMP_BATCH 500
-#define NL_REPLY_MS  20000
+#define NL_KEYS	    20000
+#define NL_TMP_KEYS 50000
+#define NL_WRITERS  8
+#define NL_BATCH    40	    /* requests pipelined per round trip */
+#define NL_SET_PCT  70	    /* of a writer's requests; the rest are gets */
+#define NL_MAX_SETS 6000000 /* versions; writers stop when they run out */
+/* The load runs NL_RUN_MS (NL_RUN_SAN for a sanitized test or server),
+ * then on until NL_MIN_SCANS full scans and a tmp: cycle have run, for at
+ * most NL_EXTRA_MS more; RHKV_TEST_SOAK=1 runs the _SOAK lengths. */
+#define NL_RUN_MS	8000
+#define NL_RUN_SAN	6000
+#define NL_RUN_SOAK	30000
+#define NL_RUN_SAN_SOAK 10000
+#define NL_MIN_SCANS	2
+#define NL_EXTRA_MS	60000
+#define NL_TMP_BATCH	500
+#define NL_REPLY_MS	20000
 
 static struct srv srv;
 static struct hconn *c;
@@ -541,8 +548,8 @@ static void run(bool evicting)
 
 	long long run_ms =
 		H_SANITIZED_BUILD || h_sanitizer(srv.pid) != H_SAN_NONE
-			? NL_RUN_SAN
-			: NL_RUN_MS;
+			? h_soak_ms(NL_RUN_SAN, NL_RUN_SAN_SOAK)
+			: h_soak_ms(NL_RUN_MS, NL_RUN_SOAK);
 
 	for (int i = 0; i < NL_WRITERS + 2; i++) {
 		void *(*fn)(void *) = i < NL_WRITERS	? nl_writer
@@ -555,9 +562,12 @@ static void run(bool evicting)
 		}
 		nth++;
 	}
-	long long t0 = h_now_ms(), end = t0 + run_ms;
+	long long t0 = h_now_ms(), end = t0 + run_ms, cap = end + NL_EXTRA_MS;
 
-	while (!atomic_load(&nl->stop) && h_now_ms() < end)
+	while (!atomic_load(&nl->stop) &&
+	       (h_now_ms() < end || ((atomic_load(&nl->scans) < NL_MIN_SCANS ||
+				      atomic_load(&nl->tmp_cycles) < 1) &&
+				     h_now_ms() < cap)))
 		h_sleep_ms(50);
 	atomic_store(&nl->stop, true);
 	for (int i = 0; i < nth; i++)

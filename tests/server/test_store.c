@@ -42,8 +42,10 @@
 #define MIB	 (1024ul * 1024ul)
 #define REPLY_MS 20000 /* a reply to a large request on a loaded machine */
 
-/* The churn's length in seconds: RHKV_TEST_CHURN_S overrides both. */
-#define CHURN_S		60
+/* The churn's length in seconds: CHURN_SOAK_S with RHKV_TEST_SOAK=1;
+ * RHKV_TEST_CHURN_S overrides all three. */
+#define CHURN_S		10
+#define CHURN_SOAK_S	60
 #define CHURN_SAN_S	10
 #define STORE_ENV_CHURN "RHKV_TEST_CHURN_S"
 
@@ -69,7 +71,8 @@ static void teardown(void)
 }
 
 /* One timeout for every test of a runner: criterion 2.4.1 leaks (LSan)
- * when they differ. The churn takes CHURN_S; the rest far less. */
+ * when they differ. The churn takes CHURN_S (CHURN_SOAK_S soaking); the
+ * rest far less. */
 TestSuite(store, .fini = teardown, .timeout = 240);
 
 static void *xalloc(size_t n)
@@ -614,7 +617,9 @@ static long long churn_ms(void)
 
 	if (env && *env)
 		return atoll(env) * 1000;
-	return (sanitized() ? CHURN_SAN_S : CHURN_S) * 1000ll;
+	if (sanitized())
+		return CHURN_SAN_S * 1000ll;
+	return h_soak_ms(CHURN_S * 1000ll, CHURN_SOAK_S * 1000ll);
 }
 
 Test(store, churn)
@@ -1030,15 +1035,32 @@ static void zc_read_reply(struct hconn *slow, int from, int to, uint32_t v,
 			     it.line);
 }
 
-/* Waits until the first bytes of a reply reach CONN: the server has
- * taken the request and made its reply. */
-static void zc_wait_reply(struct hconn *conn)
+/* The server's cmd_get: keys looked up so far. */
+static unsigned long long zc_cmd_get(void)
+{
+	struct hstats s;
+	unsigned long long n;
+
+	cr_assert_eq(hc_stats(c, "", &s, REPLY_MS), 0, "stats: no reply");
+	cr_assert_eq(hstats_u64(&s, "cmd_get", &n), 0, "no cmd_get");
+	return n;
+}
+
+/* Waits until the first bytes of a reply reach CONN and the server has
+ * looked up the slow get's every key (cmd_get, BASE before it, grew by
+ * ZC_ASK; nothing else gets meanwhile): its reply is made. */
+static void zc_wait_reply(struct hconn *conn, unsigned long long base)
 {
 	struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+	long long end = h_now_ms() + REPLY_MS;
 
 	cr_assert_eq(poll(&p, 1, REPLY_MS), 1, "no reply to the slow get");
-	/* A little longer: the whole line's lookups are done. */
-	h_sleep_ms(50);
+	while (zc_cmd_get() < base + ZC_ASK) {
+		cr_assert_lt(h_now_ms(), end,
+			     "the slow get's lookups never "
+			     "ended");
+		h_sleep_ms(10);
+	}
 }
 
 /* Logs the server's connection buffers while the slow reply waits: most
@@ -1083,13 +1105,15 @@ Test(store, zero_copy_reply_outlives_eviction)
 		 * kernel. */
 		setsockopt(slow->fd, SOL_SOCKET, SO_RCVBUF, &small,
 			   sizeof(small));
+		unsigned long long base = zc_cmd_get();
+
 		hbuf_printf(&b, "get");
 		for (int i = 0; i < ZC_ASK; i++)
 			hbuf_printf(&b, " z:%d", zc_ask(i));
 		hbuf_printf(&b, "\r\n");
 		cr_assert_eq(hc_send(slow, b.p, b.len), 0);
 		b.len = 0;
-		zc_wait_reply(slow);
+		zc_wait_reply(slow, base);
 		zc_log_pending(r);
 		/* Odd rounds read one value first: a reply part written. */
 		int from = r % 2;
@@ -1117,8 +1141,9 @@ Test(store, zero_copy_reply_outlives_eviction)
 
 #define HZ_KEYS	   8
 #define HZ_READERS 4
-#define HZ_ASK	   4 /* keys a get */
-#define HZ_MS	   8000
+#define HZ_ASK	   4	/* keys a get */
+#define HZ_MS	   3000 /* at least: hz_enough may ask for more */
+#define HZ_SOAK_MS 8000
 #define HZ_SAN_MS  3000
 
 /* Versions of the h: keys: sent (the writer's latest) and acknowledged
@@ -1325,7 +1350,8 @@ Test(store, concurrent_gets_under_eviction)
 	for (int i = 0; i <= HZ_READERS; i++)
 		readers[i].id = i;
 	run_threads(hz_thread, readers, sizeof(readers[0]), HZ_READERS + 1,
-		    sanitized() ? HZ_SAN_MS : HZ_MS, hz_enough);
+		    sanitized() ? HZ_SAN_MS : h_soak_ms(HZ_MS, HZ_SOAK_MS),
+		    hz_enough);
 	cr_assert_eq(atomic_load(&fails.n), 0, "%d failures; first: %s",
 		     atomic_load(&fails.n), fails.msg);
 	counters(c, &after);
@@ -1443,9 +1469,10 @@ Test(store, expired_items_make_room)
 	int nttl = 0, live_full, live_end, fresh, ttl;
 
 	start(extra);
-	/* 1 s; 3 s where filling the cache may take over a second, so that
-	 * it fills before the first ones expire. */
-	ttl = sanitized() ? 3 : 1;
+	/* The cache must fill before the first TTL items expire, and a TTL
+	 * of N lasts N - 1 seconds at least (one-second clocks): 3 leaves the
+	 * fill 2 seconds on a loaded machine, 6 under a sanitizer. */
+	ttl = sanitized() ? 6 : 3;
 	ex_store("live:", 0, EX_LIVE, 0, want);
 	cr_assert_eq(ex_get("live:", 0, EX_LIVE, got, want), EX_LIVE);
 	counters(c, &before);
@@ -1475,14 +1502,12 @@ Test(store, expired_items_make_room)
 		      "the cache filled",
 		      live_full, EX_LIVE);
 
-	/* They expire within TTL + 1 s; the sweep takes them without
-	 * reads. */
+	/* They expire within TTL + 1 s; the sweep takes them without reads
+	 * (stats only), polled with a generous deadline. */
 	long long left = (ttl + 1) * 1000ll + 200 - (h_now_ms() - filled_at);
-
-	if (left > 0)
-		h_sleep_ms(left);
-	unsigned long long items = ex_wait_items(
-		(unsigned long long)live_full + EX_LIVE / 100, slow_ms(5000));
+	unsigned long long items =
+		ex_wait_items((unsigned long long)live_full + EX_LIVE / 100,
+			      (left > 0 ? left : 0) + slow_ms(30000));
 
 	cr_assert_leq(items, (unsigned long long)live_full + EX_LIVE / 100,
 		      "curr_items %llu (%d live keys) after the TTL items "

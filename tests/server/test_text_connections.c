@@ -409,14 +409,15 @@ static pid_t spawn_rhkvd(const char *const *args)
 	return pid;
 }
 
-/* Connects to the unix socket PATH within 5 s; -1 if it never listens. */
+/* Connects to the unix socket PATH within 30 s (generous: a sanitizer
+ * build on a loaded machine starts slowly); -1 if it never listens. */
 static int connect_unix(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 5 };
 
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-	for (long long end = h_now_ms() + 5000; h_now_ms() < end;) {
+	for (long long end = h_now_ms() + 30000; h_now_ms() < end;) {
 		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
 		if (fd >= 0 &&
@@ -733,7 +734,7 @@ static void connection_limit_holds(const char *const *extra)
 	/* once they are gone, new connections are served again */
 	bool served = false;
 
-	for (int tries = 0; tries < 100 && !served; tries++) {
+	for (int tries = 0; tries < 600 && !served; tries++) {
 		open[0] = hc_open(srv.port);
 		cr_assert_not_null(open[0]);
 		(void)hc_send(open[0], "version\r\n", 9);
@@ -837,9 +838,27 @@ Test(conn, reuseport_shutdown_closes_every_listener)
 	/* 32 MiB of replies: far more than the socket buffers hold. */
 	for (int i = 0; i < 64; i++)
 		SEND(c, "get big\r\n");
-	h_sleep_ms(200);
+	/* Until rhkvd has taken a get: its reply then waits on this client. */
+	struct hconn *o = hc_open(srv.port);
+	unsigned long long hits = 0;
+
+	cr_assert_not_null(o);
+	for (long long end = h_now_ms() + 30000; hits == 0; h_sleep_ms(20)) {
+		struct hstats st;
+
+		cr_assert_eq(hc_stats(o, "", &st, H_TIMEOUT_MS), 0);
+		cr_assert_eq(hstats_u64(&st, "get_hits", &hits), 0);
+		cr_assert_lt(h_now_ms(), end, "no get served in 30 s");
+	}
+	hc_close(&o);
 	cr_assert_eq(kill(srv.pid, SIGTERM), 0);
-	h_sleep_ms(300);
+	/* The listeners close soon after SIGTERM (polled: a loaded machine
+	 * may take a while), well within the drain. */
+	for (long long end = h_now_ms() + 3000;
+	     h_now_ms() < end &&
+	     (h_pid_listens(srv.pid, srv.port) ||
+	      (srv.tls_port && h_pid_listens(srv.pid, srv.tls_port)));)
+		h_sleep_ms(20);
 	cr_assert_eq(kill(srv.pid, 0), 0, "rhkvd did not wait for the client");
 	cr_assert(!h_pid_listens(srv.pid, srv.port),
 		  "a socket still listens on %d while rhkvd drains", srv.port);

@@ -38,11 +38,11 @@ node_pids=()
 node_ports=()
 proxy_pid=
 
-# stop PID: SIGTERM, SIGKILL after 5 s, reaped; sets $status to its exit
+# stop PID: SIGTERM, SIGKILL after 30 s, reaped; sets $status to its exit
 # status.
 stop() {
 	kill -TERM "$1" 2>/dev/null || true
-	for _ in $(seq 50); do
+	for _ in $(seq 300); do
 		kill -0 "$1" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -68,7 +68,7 @@ start_node() {
 		port=$(free_port)
 		"$server" -p "$port" -l 127.0.0.1 -t 1 -m 64 &
 		pid=$!
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$pid" 2>/dev/null || break
 			if ready "$port" version "VERSION " &&
 				listens "$pid" "$port"; then
@@ -107,7 +107,7 @@ EOF
 			-o "$tmp/nutcracker.log" -p "$tmp/nutcracker.pid" -i 200 &
 		proxy_pid=$!
 		# A miss proves it reaches a node.
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$proxy_pid" 2>/dev/null || break
 			if ready "$proxy_port" "get rhkv-ready" "END"; then
 				return 0
@@ -510,18 +510,30 @@ if ! kill -0 "$proxy_pid" 2>/dev/null; then
 	exit 1
 fi
 # nutcracker's stats port (JSON): the dead node's counters and ejection time.
-sleep 0.5 # stats are aggregated every -i 200 ms
 echo "== nutcracker stats for the dead node"
 "$py" - "$stats_port" "127.0.0.1:${node_ports[$victim]}" "$t_kill" <<'EOF'
-import json, socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
-buf = b""
-while True:
-    d = s.recv(65536)
-    if not d:
-        break
-    buf += d
-st = json.loads(buf)
+import json, socket, sys, time
+
+
+def stats():
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+    buf = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    s.close()
+    return json.loads(buf)
+
+
+# Stats are aggregated every -i 200 ms: poll until the ejection shows
+# (30 s at most: a loaded machine).
+end = time.monotonic() + 30
+st = stats()
+while st["rhkv"]["server_ejects"] < 1 and time.monotonic() < end:
+    time.sleep(0.1)
+    st = stats()
 pool = st["rhkv"]
 dead = pool[sys.argv[2]]
 keys = ("server_eof", "server_err", "server_timedout", "server_connections",

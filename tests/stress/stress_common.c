@@ -49,7 +49,8 @@ void stress_opts_init(struct stress_opts *opts)
 #endif
 	opts->destroy_nelems = (unsigned int)env_ulong("RHKV_STRESS_DESTROY_N",
 						       opts->destroy_nelems);
-	opts->stall_ms = 10000;
+	/* Generous: TSan on a loaded machine is slow; a stuck resize is not. */
+	opts->stall_ms = 30000;
 	opts->quiet = env_ulong("RHKV_STRESS_QUIET", 0) != 0;
 	opts->verbose = env_ulong("RHKV_STRESS_VERBOSE", 0) != 0;
 }

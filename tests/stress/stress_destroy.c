@@ -53,7 +53,7 @@ static bool destroy_start_resize(struct stress_ctx *ctx, unsigned int rep,
 				 unsigned long *inserted)
 {
 	unsigned long n = *inserted;
-	int64_t deadline = now_ms() + 10000;
+	int64_t deadline = now_ms() + 30000;
 
 	if (rep & 1) {
 		/* Past 75% load: an insert that checks kicks the worker. On a
@@ -61,7 +61,7 @@ static bool destroy_start_resize(struct stress_ctx *ctx, unsigned int rep,
 		 * entries, stop inserting and wait for it (bounded). */
 		while (!rht__resizing(&ctx->ht)) {
 			CHECK(ctx, now_ms() < deadline,
-			      "destroy: no grow in 10 s (%lu entries)",
+			      "destroy: no grow in 30 s (%lu entries)",
 			      *inserted);
 			if (*inserted >= 2 * n) {
 				usleep(1000);

@@ -85,7 +85,7 @@ start_tls_server() {
 		fi
 		pid=$!
 		lib_pids+=("$pid")
-		for _ in $(seq 100); do
+		for _ in $(seq 600); do
 			kill -0 "$pid" 2>/dev/null || break
 			if tlspy ready 2>/dev/null &&
 				listens "$pid" "$tls_port"; then

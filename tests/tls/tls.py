@@ -271,8 +271,9 @@ def cmd_binary():
 
 
 def wait_tls_connections(want):
-    """Waits (up to 5 s) for tls_connections to fall to WANT."""
-    deadline = time.monotonic() + 5
+    """Waits (up to 30 s: a loaded machine) for tls_connections to fall to
+    WANT."""
+    deadline = time.monotonic() + 30
     while int(stat("tls_connections")) > want:
         check(time.monotonic() < deadline, "tls_connections stays above "
               "%d" % want)
@@ -534,7 +535,7 @@ def cmd_failure(case, *args):
         fail("no failure case " + case)
 
 
-def cmd_handshake_errors_grow(before, limit="3"):
+def cmd_handshake_errors_grow(before, limit="30"):
     """Waits (up to LIMIT s: the server counts once it notices the close)
     for ssl_handshake_errors to pass BEFORE; prints the new value."""
     deadline = time.monotonic() + float(limit)
@@ -599,7 +600,7 @@ def cmd_reload(pid, live, use_hup):
     results, stop = [], threading.Event()
     # Four loops: connections in every stage of a handshake at the reload.
     loops = [threading.Thread(target=connect_loop,
-                              args=(results, stop, 3000, 20))
+                              args=(results, stop, 3000, 60))
              for _ in range(4)]
     for t in loops:
         t.start()
@@ -608,7 +609,7 @@ def cmd_reload(pid, live, use_hup):
         for name, fp, how in (("server2", new, "hup" if use_hup else "cmd"),
                               ("server", old, "cmd")):
             n = len(results)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 20
             while len(results) < n + 100 and time.monotonic() < deadline:
                 time.sleep(0.01)
             begun = time.monotonic()
@@ -621,8 +622,9 @@ def cmd_reload(pid, live, use_hup):
                 sent = time.monotonic()
                 check(reply == "OK", "refresh_certs answered %r" % reply)
             marks.append((begun, sent, fp, how))
-            # Wait for the new certificate, and 100 connections more.
-            deadline = sent + 5
+            # Wait for the new certificate, and 100 connections more
+            # (generous deadlines: handshakes are slow on a loaded machine).
+            deadline = sent + 20
             while time.monotonic() < deadline and \
                     not any(r[2] == fp and r[0] > sent for r in results):
                 time.sleep(0.01)

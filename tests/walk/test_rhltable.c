@@ -216,7 +216,7 @@ static void run_model(const struct rhashtable_params *params, unsigned int seed)
 		 * machine it may not have run yet when the growing batches
 		 * end, so wait for it before counting its grows. */
 		if (batch == 39) {
-			int64_t deadline = test_now_ms() + 5000;
+			int64_t deadline = test_now_ms() + 30000;
 
 			while (!walk_settled(&m->hlt.ht) &&
 			       test_now_ms() < deadline)

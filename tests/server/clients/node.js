@@ -24,6 +24,13 @@ function check(cond, what) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// Polls GONE (async, true once the key is gone) every 100 ms for up to 60 s.
+async function untilGone(gone) {
+  for (const end = Date.now() + 60000; Date.now() < end; await sleep(100)) {
+    if (await gone()) return true;
+  }
+  return false;
+}
 // 5,000 keys of 23 bytes.
 const MANY = Array.from({ length: 5000 },
   (_, i) => `multiget:${String(i).padStart(5, '0')}:abcdefgh`);
@@ -59,10 +66,14 @@ async function memjsChecks() {
   check(await c.delete('k') === true && await str('k') === null, 'delete');
   check(await c.delete('k') === false, 'delete of a missing key');
 
-  check(await c.set('t', 't', { expires: 1 }), 'set with a TTL');
+  // A relative TTL of N seconds may end after N - 1 (at a second
+  // boundary): 3 leaves the touch 2 seconds. 'u', set after 't' with the
+  // same TTL and not touched, tells when 't' would have expired.
+  check(await c.set('t', 't', { expires: 3 }), 'set with a TTL');
+  check(await c.set('u', 'u', { expires: 3 }), 'set with a TTL');
   check(await c.touch('t', 100) === true, 'touch');
   check(await c.touch('nx', 100) === false, 'touch of a missing key');
-  await sleep(2200);
+  check(await untilGone(async () => await str('u') === null), 'a TTL of 3 s never expired');
   check(await str('t') === 't', 'touch did not extend the TTL');
 
   for (const size of SIZES) {
@@ -159,10 +170,12 @@ async function memcachedChecks() {
   check(await p.del('k') === true && await p.get('k') === undefined, 'delete');
   check(await p.del('k') === false, 'delete of a missing key');
 
-  check(await p.set('t', 't', 1), 'set with a TTL');
+  // TTL 3 and the untouched 'u': see memjsChecks.
+  check(await p.set('t', 't', 3), 'set with a TTL');
+  check(await p.set('u', 'u', 3), 'set with a TTL');
   check(await p.touch('t', 100) === true, 'touch');
   check(await p.touch('nx', 100) === false, 'touch of a missing key');
-  await sleep(2200);
+  check(await untilGone(async () => await p.get('u') === undefined), 'a TTL of 3 s never expired');
   check(await p.get('t') === 't', 'touch did not extend the TTL');
 
   for (const size of SIZES) {

@@ -79,11 +79,17 @@ function basics($m, $mode)
     check(!$m->delete('k') && res($m) === Memcached::RES_NOTFOUND,
           'delete of a missing key');
 
-    check($m->set('t', 't', 1), 'set with a TTL');
+    // A relative TTL of N seconds may end after N - 1 (at a second
+    // boundary): 3 leaves the touch 2 seconds. 'u', set after 't' with the
+    // same TTL and not touched, tells when 't' would have expired.
+    check($m->set('t', 't', 3), 'set with a TTL');
+    check($m->set('u', 'u', 3), 'set with a TTL');
     check($m->touch('t', 100), "touch: " . $m->getResultMessage());
     check(!$m->touch('nx', 100), 'touch of a missing key');
-    sleep(2);
-    usleep(200000);
+    for ($try = 0; $try < 600 && $m->get('u') !== false; $try++) {
+        usleep(100000);
+    }
+    check($m->get('u') === false, 'a TTL of 3 s never expired');
     check($m->get('t') === 't', 'touch did not extend the TTL');
 
     foreach ([1, 100, 1000, 10000, 100000, 1000000] as $size) {
@@ -139,7 +145,7 @@ function basics($m, $mode)
         echo 'php-memcached (binary): ' . ($GLOBALS['failures'] ? 'done' : 'all checks passed') . "\n";
         return;
     }
-    for ($try = 0; $try < 50; $try++) {
+    for ($try = 0; $try < 300; $try++) {
         $all = $m->getAllKeys();
         check(is_array($all), 'getAllKeys: ' . $m->getResultMessage());
         $missing = is_array($all) ? array_diff(array_keys($values), $all) : $values;

@@ -72,10 +72,17 @@ def python_memcached():
     # python-memcached takes NOT_FOUND for done as well.
     check(mc.delete("k") == 1, "delete of a missing key")
 
-    check(mc.set("t", b"t", time=1) is True, "set with a TTL")
+    # A relative TTL of N seconds may end after N - 1 (at a second
+    # boundary): 3 leaves the touch 2 seconds. "u", set after "t" with the
+    # same TTL and not touched, tells when "t" would have expired.
+    check(mc.set("t", b"t", time=3) is True, "set with a TTL")
+    check(mc.set("u", b"u", time=3) is True, "set with a TTL")
     check(mc.touch("t", 100) == 1, "touch")
     check(mc.touch("nx", 100) == 0, "touch of a missing key")
-    time.sleep(2.2)
+    end = time.monotonic() + 60
+    while mc.get("u") is not None and time.monotonic() < end:
+        time.sleep(0.1)
+    check(mc.get("u") is None, "a TTL of 3 s never expired")
     check(mc.get("t") == b"t", "touch did not extend the TTL")
 
     for size in SIZES:

@@ -61,11 +61,20 @@ check(dc.get('k') == 'ww', 'value after cas block')
 check(dc.delete('k') && dc.get('k').nil?, 'delete')
 check(!dc.delete('k'), 'delete of a missing key')
 
-check(dc.set('t', 't', 1, raw), 'set with a TTL')
+# A relative TTL of N seconds may end after N - 1 (at a second boundary):
+# 3 leaves the touch 2 seconds. 'u', set after 't' with the same TTL and not
+# touched, tells when 't' would have expired.
+check(dc.set('t', 't', 3, raw), 'set with a TTL')
+check(dc.set('u', 'u', 3, raw), 'set with a TTL')
 check(dc.touch('t', 100), 'touch')
 check(!dc.touch('nx3', 100), 'touch of a missing key')
 check(dc.gat('t', 100) == 't', 'gat')
-sleep 2.2
+600.times do
+  break if dc.get('u').nil?
+
+  sleep 0.1
+end
+check(dc.get('u').nil?, 'a TTL of 3 s never expired')
 check(dc.get('t') == 't', 'touch did not extend the TTL')
 
 [1, 100, 1000, 10_000, 100_000, 1_000_000].each do |size|
