@@ -589,6 +589,12 @@ static void process(struct conn *c)
 	}
 }
 
+/* Before auth the decoders hold every request to CONN_PREAUTH_LIMIT (a
+ * text line, a frame, a value kept; larger values are discarded as they
+ * arrive): the initial input buffer holds any of them, and never grows. */
+_Static_assert(RBUF_INITIAL >= 2 * CONN_PREAUTH_LIMIT + PROTO_LINE_MAX,
+	       "the initial input buffer must hold any request before auth");
+
 /* Most a request can need in the input buffer: the text protocol's
  * longest line, one byte more to see that it is too long, and a value (a
  * binary frame needs less). */
@@ -597,7 +603,7 @@ static size_t rbuf_limit(const struct conn *c)
 	const struct config *cfg = &c->w->srv->cfg;
 
 	if (!c->authed)
-		return 2 * CONN_PREAUTH_LIMIT;
+		return RBUF_INITIAL;
 	return text_get_line_max(cfg) + 1 + (size_t)cfg->max_item_size + 2;
 }
 
@@ -616,13 +622,20 @@ static bool grow_rbuf(struct conn *c)
 	bool was_waiting;
 	char *p;
 
+	/* Never smaller than it is: the room to read is rcap - rlen. */
+	if (c->rcap >= limit) {
+		/* The decoders bound requests below the limit, so only input
+		 * they have not refused yet gets here: closed, never read. */
+		log_info("closing connection %d: a request larger than its "
+			 "input buffer may grow (%zu bytes)",
+			 c->fd, limit);
+		return false;
+	}
 	if (cap > limit)
 		cap = limit;
 	if (cap > budget)
 		cap = budget > c->rcap ? budget : c->rcap;
 	if (cap == c->rcap) {
-		if (cap == limit)
-			return false; /* the decoders bound requests */
 		/* Its bytes are dropped, the error sent, and the connection
 		 * closes as after a quit (what the client still sends is read
 		 * and discarded, so the error is not lost to a reset). */
