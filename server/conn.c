@@ -36,6 +36,12 @@
  * --conn-memory is (held()). */
 #define OUTPUT_FLOOR RBUF_INITIAL
 
+/* Seconds (at the 1 s clock's resolution: more than one) without a byte
+ * after which the holder of --conn-memory's overdraft passes it to the
+ * next waiter: a client that stops halfway through a large request must
+ * not make every other one wait for it. */
+#define OVERDRAFT_IDLE_S 2
+
 /* How long a finished connection waits for the peer's EOF. */
 #define LINGER_S 2
 
@@ -654,6 +660,8 @@ static bool grow_rbuf(struct conn *c)
 			STAT_INC(&c->w->stats, conn_memory_waits);
 		return true; /* woken once the room is there */
 	}
+	if (c->budget_over)
+		c->over_since = cache_now();
 	p = realloc(c->rbuf, cap);
 	if (!p)
 		return false; /* the room taken goes back at the close */
@@ -702,6 +710,8 @@ static bool conn_read(struct conn *c)
 	n = read_some(c, c->rbuf + c->rlen, space);
 	if (n < 0)
 		return false;
+	if (n > 0 && c->budget_over)
+		c->over_since = cache_now();
 	c->rlen += (size_t)n;
 	c->read_full = (size_t)n == space;
 	return true;
@@ -740,6 +750,11 @@ static void update_events(struct conn *c)
 		c->stalled_since = 0;
 	else if (!c->stalled_since)
 		c->stalled_since = cache_now();
+	if (!want_read && c->budget_over)
+		/* It reads nothing until its client has read replies: the
+		 * overdraft goes to the next waiter meanwhile (it waits in
+		 * the queue again if it still needs room). */
+		conn_budget_release(&c->w->srv->budget, c);
 	c->transport->wait(c, want_read && !c->read_wants_write,
 			   out || (want_read && c->read_wants_write));
 }
@@ -842,6 +857,15 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 	return true;
 }
 
+bool conn_wake(struct conn *c)
+{
+	/* A wake asked just before budget_cancel ran is not taken back:
+	 * reading now could read while update_events has turned it off. */
+	if (!c->budget_wait)
+		return true;
+	return conn_ready(c, true, false);
+}
+
 void conn_shutdown(struct conn *c)
 {
 	if (c->lingering)
@@ -890,6 +914,21 @@ void conn_tick(struct conn *c, int64_t now)
 		log_info("closing connection %d: output stalled %d s", c->fd,
 			 cfg->stall_timeout);
 		conn_close(c);
+		return;
+	}
+	if (c->budget_over && now - c->over_since >= OVERDRAFT_IDLE_S &&
+	    conn_budget_waiting(&c->w->srv->budget)) {
+		log_debug("connection %d: no bytes for %d s, the "
+			  "--conn-memory overdraft passes on",
+			  c->fd, OVERDRAFT_IDLE_S);
+		conn_budget_release(&c->w->srv->budget, c);
+	}
+	if (c->budget_wait) {
+		/* Waiting for --conn-memory is the server's doing, not the
+		 * client's: not idle, and the idle clock starts again when
+		 * the wait ends. */
+		atomic_store_explicit(&c->last_active, now,
+				      memory_order_relaxed);
 		return;
 	}
 	if (cfg->idle_timeout &&
