@@ -896,6 +896,36 @@ static void shrink_rbuf(struct conn *c)
 	}
 }
 
+/*
+ * The overdraft's holder has received nothing for OVERDRAFT_IDLE_S while
+ * others wait. It passes the overdraft on and keeps what it took, so each
+ * such hand-off leaves memory past the limit; once that is past twice the
+ * limit, the stalled request is refused instead (its buffer freed, the
+ * error sent, the connection closed as after a quit), which is what lets
+ * the others through.
+ */
+static void overdraft_stalled(struct conn *c)
+{
+	struct conn_budget *b = &c->w->srv->budget;
+
+	if (!conn_budget_far_over(b)) {
+		log_debug("connection %d: no bytes for %d s, the "
+			  "--conn-memory overdraft passes on",
+			  c->fd, OVERDRAFT_IDLE_S);
+		conn_budget_release(b, c);
+		return;
+	}
+	log_info("closing connection %d: a request stalled past "
+		 "--conn-memory",
+		 c->fd);
+	conn_add(c, "SERVER_ERROR out of memory reading request\r\n", 44);
+	c->rlen = 0;
+	c->swallow = 0;
+	c->text_no_newline = 0;
+	shrink_rbuf(c);
+	conn_shutdown(c);
+}
+
 void conn_tick(struct conn *c, int64_t now)
 {
 	const struct config *cfg = &c->w->srv->cfg;
@@ -918,10 +948,8 @@ void conn_tick(struct conn *c, int64_t now)
 	}
 	if (c->budget_over && now - c->over_since >= OVERDRAFT_IDLE_S &&
 	    conn_budget_waiting(&c->w->srv->budget)) {
-		log_debug("connection %d: no bytes for %d s, the "
-			  "--conn-memory overdraft passes on",
-			  c->fd, OVERDRAFT_IDLE_S);
-		conn_budget_release(&c->w->srv->budget, c);
+		overdraft_stalled(c);
+		return;
 	}
 	if (c->budget_wait) {
 		/* Waiting for --conn-memory is the server's doing, not the

@@ -43,6 +43,12 @@ bool conn_budget_full(struct conn_budget *b)
 	return atomic_load_explicit(&b->bytes, memory_order_relaxed) > b->limit;
 }
 
+bool conn_budget_far_over(struct conn_budget *b)
+{
+	return atomic_load_explicit(&b->bytes, memory_order_relaxed) >
+	       2 * b->limit;
+}
+
 bool conn_budget_waiting(struct conn_budget *b)
 {
 	return atomic_load_explicit(&b->waiting, memory_order_relaxed) != 0;

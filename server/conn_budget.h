@@ -47,7 +47,8 @@ struct conn_budget {
 	 * so that the queue always moves, one request at a time; or, while
 	 * others wait, until it stops reading (its output must drain) or
 	 * receives nothing for a while (conn.c): a client that stalls
-	 * halfway through a large request does not stop the queue. */
+	 * halfway through a large request does not stop the queue (past
+	 * twice the limit such a request is refused instead). */
 	struct conn *overdraft;
 };
 
@@ -73,6 +74,11 @@ void conn_budget_account(struct conn_budget *b, struct conn *c, size_t now);
  * and gets the room reserved for it.
  */
 bool conn_budget_take(struct conn_budget *b, struct conn *c, size_t need);
+
+/* Whether the buffers, all together, are past twice the limit: what
+ * connections that gave the overdraft up kept past it (conn.c) may not
+ * grow further. */
+bool conn_budget_far_over(struct conn_budget *b);
 
 /* Whether connections wait in the queue (a hint: no lock). */
 bool conn_budget_waiting(struct conn_budget *b);

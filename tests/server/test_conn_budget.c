@@ -463,3 +463,49 @@ Test(conn_budget_stall, a_stalled_large_request_does_not_block_the_queue)
 	cr_assert_str_eq(line, "END\r\n");
 	SYNC(c, &srv);
 }
+
+/* Until the connection buffers together pass `bytes`. */
+static void wait_buffers_past(unsigned long long bytes, const char *what)
+{
+	long long deadline = h_now_ms() + 20000;
+
+	while (stat_of("conn_buffer_bytes") <= bytes) {
+		cr_assert_lt(h_now_ms(), deadline, "%s", what);
+		h_sleep_ms(10);
+	}
+}
+
+/*
+ * What a stalled holder keeps when it passes the overdraft on is bounded:
+ * X1 stalls after 900 KB of a get line, X2 gets the overdraft and stalls
+ * the same way, the buffers now past twice the budget; when Z then waits,
+ * X2's request is refused (memcached's words, and a close) rather than
+ * passed over, and Z is answered. X1 stays open.
+ */
+Test(conn_budget_stall, stalled_requests_past_twice_the_budget_are_refused)
+{
+	struct hconn **x1 = &conns[0], **x2 = &conns[1], **z = &conns[2];
+	char line[64];
+
+	*x1 = hc_open(srv.port);
+	*x2 = hc_open(srv.port);
+	*z = hc_open(srv.port);
+	cr_assert(*x1 && *x2 && *z, "connect: errno %d", errno);
+	missing_keys_line(900000);
+	SEND_N(*x1, breq.p, breq.len - 2);
+	wait_buffers_past(1u << 20, "X1's input buffer never grew");
+	SEND_N(*x2, breq.p, breq.len - 2);
+	wait_buffers_past(2u << 20, "X2 never got the overdraft from X1");
+	missing_keys_line(40000);
+	SEND_N(*z, breq.p, breq.len);
+	cr_assert_gt(hc_line(*z, line, sizeof(line), 20000), 0,
+		     "Z's get waited for the stalled clients");
+	cr_assert_str_eq(line, "END\r\n");
+	cr_assert_gt(hc_line(*x2, line, sizeof(line), H_TIMEOUT_MS), 0,
+		     "no reply to X2's stalled request");
+	cr_assert_str_eq(line,
+			 "SERVER_ERROR out of memory reading request\r\n");
+	cr_assert_eq(hc_closed(*x2, H_TIMEOUT_MS), 1, "X2 not closed");
+	cr_assert_eq(hc_closed(*x1, 0), 0, "X1 was closed");
+	SYNC(c, &srv);
+}
