@@ -36,6 +36,12 @@
  * --conn-memory is (held()). */
 #define OUTPUT_FLOOR RBUF_INITIAL
 
+/* Seconds (at the 1 s clock's resolution: more than one) without a byte
+ * after which the holder of --conn-memory's overdraft passes it to the
+ * next waiter: a client that stops halfway through a large request must
+ * not make every other one wait for it. */
+#define OVERDRAFT_IDLE_S 2
+
 /* How long a finished connection waits for the peer's EOF. */
 #define LINGER_S 2
 
@@ -589,6 +595,12 @@ static void process(struct conn *c)
 	}
 }
 
+/* Before auth the decoders hold every request to CONN_PREAUTH_LIMIT (a
+ * text line, a frame, a value kept; larger values are discarded as they
+ * arrive): the initial input buffer holds any of them, and never grows. */
+_Static_assert(RBUF_INITIAL >= 2 * CONN_PREAUTH_LIMIT + PROTO_LINE_MAX,
+	       "the initial input buffer must hold any request before auth");
+
 /* Most a request can need in the input buffer: the text protocol's
  * longest line, one byte more to see that it is too long, and a value (a
  * binary frame needs less). */
@@ -597,7 +609,7 @@ static size_t rbuf_limit(const struct conn *c)
 	const struct config *cfg = &c->w->srv->cfg;
 
 	if (!c->authed)
-		return 2 * CONN_PREAUTH_LIMIT;
+		return RBUF_INITIAL;
 	return text_get_line_max(cfg) + 1 + (size_t)cfg->max_item_size + 2;
 }
 
@@ -616,13 +628,20 @@ static bool grow_rbuf(struct conn *c)
 	bool was_waiting;
 	char *p;
 
+	/* Never smaller than it is: the room to read is rcap - rlen. */
+	if (c->rcap >= limit) {
+		/* The decoders bound requests below the limit, so only input
+		 * they have not refused yet gets here: closed, never read. */
+		log_info("closing connection %d: a request larger than its "
+			 "input buffer may grow (%zu bytes)",
+			 c->fd, limit);
+		return false;
+	}
 	if (cap > limit)
 		cap = limit;
 	if (cap > budget)
 		cap = budget > c->rcap ? budget : c->rcap;
 	if (cap == c->rcap) {
-		if (cap == limit)
-			return false; /* the decoders bound requests */
 		/* Its bytes are dropped, the error sent, and the connection
 		 * closes as after a quit (what the client still sends is read
 		 * and discarded, so the error is not lost to a reset). */
@@ -641,6 +660,8 @@ static bool grow_rbuf(struct conn *c)
 			STAT_INC(&c->w->stats, conn_memory_waits);
 		return true; /* woken once the room is there */
 	}
+	if (c->budget_over)
+		c->over_since = cache_now();
 	p = realloc(c->rbuf, cap);
 	if (!p)
 		return false; /* the room taken goes back at the close */
@@ -689,6 +710,8 @@ static bool conn_read(struct conn *c)
 	n = read_some(c, c->rbuf + c->rlen, space);
 	if (n < 0)
 		return false;
+	if (n > 0 && c->budget_over)
+		c->over_since = cache_now();
 	c->rlen += (size_t)n;
 	c->read_full = (size_t)n == space;
 	return true;
@@ -727,6 +750,11 @@ static void update_events(struct conn *c)
 		c->stalled_since = 0;
 	else if (!c->stalled_since)
 		c->stalled_since = cache_now();
+	if (!want_read && c->budget_over)
+		/* It reads nothing until its client has read replies: the
+		 * overdraft goes to the next waiter meanwhile (it waits in
+		 * the queue again if it still needs room). */
+		conn_budget_release(&c->w->srv->budget, c);
 	c->transport->wait(c, want_read && !c->read_wants_write,
 			   out || (want_read && c->read_wants_write));
 }
@@ -829,6 +857,15 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 	return true;
 }
 
+bool conn_wake(struct conn *c)
+{
+	/* A wake asked just before budget_cancel ran is not taken back:
+	 * reading now could read while update_events has turned it off. */
+	if (!c->budget_wait)
+		return true;
+	return conn_ready(c, true, false);
+}
+
 void conn_shutdown(struct conn *c)
 {
 	if (c->lingering)
@@ -859,6 +896,36 @@ static void shrink_rbuf(struct conn *c)
 	}
 }
 
+/*
+ * The overdraft's holder has received nothing for OVERDRAFT_IDLE_S while
+ * others wait. It passes the overdraft on and keeps what it took, so each
+ * such hand-off leaves memory past the limit; once that is past twice the
+ * limit, the stalled request is refused instead (its buffer freed, the
+ * error sent, the connection closed as after a quit), which is what lets
+ * the others through.
+ */
+static void overdraft_stalled(struct conn *c)
+{
+	struct conn_budget *b = &c->w->srv->budget;
+
+	if (!conn_budget_far_over(b)) {
+		log_debug("connection %d: no bytes for %d s, the "
+			  "--conn-memory overdraft passes on",
+			  c->fd, OVERDRAFT_IDLE_S);
+		conn_budget_release(b, c);
+		return;
+	}
+	log_info("closing connection %d: a request stalled past "
+		 "--conn-memory",
+		 c->fd);
+	conn_add(c, "SERVER_ERROR out of memory reading request\r\n", 44);
+	c->rlen = 0;
+	c->swallow = 0;
+	c->text_no_newline = 0;
+	shrink_rbuf(c);
+	conn_shutdown(c);
+}
+
 void conn_tick(struct conn *c, int64_t now)
 {
 	const struct config *cfg = &c->w->srv->cfg;
@@ -877,6 +944,19 @@ void conn_tick(struct conn *c, int64_t now)
 		log_info("closing connection %d: output stalled %d s", c->fd,
 			 cfg->stall_timeout);
 		conn_close(c);
+		return;
+	}
+	if (c->budget_over && now - c->over_since >= OVERDRAFT_IDLE_S &&
+	    conn_budget_waiting(&c->w->srv->budget)) {
+		overdraft_stalled(c);
+		return;
+	}
+	if (c->budget_wait) {
+		/* Waiting for --conn-memory is the server's doing, not the
+		 * client's: not idle, and the idle clock starts again when
+		 * the wait ends. */
+		atomic_store_explicit(&c->last_active, now,
+				      memory_order_relaxed);
 		return;
 	}
 	if (cfg->idle_timeout &&

@@ -62,8 +62,12 @@ struct conn {
 	bool budget_queued, budget_granted;
 	/* This thread's view, also written under the budget's lock: it
 	 * waits for room (reads nothing until its wake), it holds the
-	 * overdraft (gives it back once a request has run). */
+	 * overdraft (gives it back once a request has run, or while others
+	 * wait once it stops reading or receiving). */
 	bool budget_wait, budget_over;
+	/* Seconds: when the overdraft's holder last received a byte or took
+	 * room (conn_tick passes the overdraft on when it stops). */
+	int64_t over_since;
 	size_t reply_start;	  /* output bytes before the running request */
 	uint32_t text_no_newline; /* the text decoder's hint (proto_text.c) */
 	struct watcher *watch;	  /* `watch`: a log stream now (watch.h) */
@@ -127,5 +131,10 @@ void conn_tick(struct conn *c, int64_t now);
  * Returns false once the connection has closed (it is then freed).
  */
 bool conn_ready(struct conn *c, bool readable, bool writable);
+
+/* Runs a connection that --conn-memory's queue woke (its transport's
+ * wake): as conn_ready when it still waits for room, nothing when it
+ * left the queue after the wake was asked. Same return. */
+bool conn_wake(struct conn *c);
 
 #endif

@@ -12,7 +12,11 @@
  * so that it finds the taker queued and wakes it if the room is there.
  * The waker reserves the room (adds it to the total) before the wake, so
  * that two connections are never woken for the same bytes, and wakes in
- * queue order.
+ * queue order. Every other access is relaxed: made under the lock, which
+ * orders it with the queue's other readers, or (conn_budget_full, the
+ * growth of a connection's own buffers, conn_budget_waiting's hint) one
+ * where a stale value only delays or hastens a decision made again at the
+ * next event. Each access names its order.
  */
 #include "conn_budget.h"
 
@@ -39,6 +43,17 @@ bool conn_budget_full(struct conn_budget *b)
 	return atomic_load_explicit(&b->bytes, memory_order_relaxed) > b->limit;
 }
 
+bool conn_budget_far_over(struct conn_budget *b)
+{
+	return atomic_load_explicit(&b->bytes, memory_order_relaxed) >
+	       2 * b->limit;
+}
+
+bool conn_budget_waiting(struct conn_budget *b)
+{
+	return atomic_load_explicit(&b->waiting, memory_order_relaxed) != 0;
+}
+
 /* Grants the queue's head the room it waits for: reserved in the total,
  * and its transport asked to run it. Under the lock. */
 static void grant_head(struct conn_budget *b)
@@ -51,8 +66,10 @@ static void grant_head(struct conn_budget *b)
 	c->budget_next = NULL;
 	c->budget_queued = false;
 	c->budget_granted = true;
-	atomic_fetch_add(&b->bytes, (int64_t)c->budget_need);
-	atomic_fetch_sub(&b->waiting, 1);
+	/* Under the lock: relaxed, as the queue's readers hold it too. */
+	atomic_fetch_add_explicit(&b->bytes, (int64_t)c->budget_need,
+				  memory_order_relaxed);
+	atomic_fetch_sub_explicit(&b->waiting, 1, memory_order_relaxed);
 	c->transport->wake(c);
 }
 
@@ -63,7 +80,10 @@ static void wake_locked(struct conn_budget *b)
 	while (b->head) {
 		struct conn *c = b->head;
 
-		if (atomic_load(&b->bytes) + (int64_t)c->budget_need <=
+		/* Sequentially consistent: after a giver's subtraction
+		 * (see the top), as the taker's read of the total. */
+		if (atomic_load_explicit(&b->bytes, memory_order_seq_cst) +
+			    (int64_t)c->budget_need <=
 		    b->limit) {
 			grant_head(b);
 		} else if (!b->overdraft) {
@@ -87,9 +107,10 @@ void conn_budget_account(struct conn_budget *b, struct conn *c, size_t now)
 					  memory_order_relaxed);
 		return;
 	}
-	/* Pairs with the taker's increment of waiting (see the top). */
-	atomic_fetch_add(&b->bytes, delta);
-	if (!atomic_load(&b->waiting))
+	/* Pairs with the taker's increment of waiting (see the top): both
+	 * sequentially consistent, so that one of the two sees the other. */
+	atomic_fetch_add_explicit(&b->bytes, delta, memory_order_seq_cst);
+	if (!atomic_load_explicit(&b->waiting, memory_order_seq_cst))
 		return;
 	pthread_mutex_lock(&b->lock);
 	wake_locked(b);
@@ -105,21 +126,27 @@ bool conn_budget_take(struct conn_budget *b, struct conn *c, size_t need)
 		/* Woken: its room is reserved (for the same need, as nothing
 		 * it holds changed while it waited). */
 		c->budget_granted = false;
-		atomic_fetch_add(&b->bytes,
-				 (int64_t)need - (int64_t)c->budget_need);
+		atomic_fetch_add_explicit(
+			&b->bytes, (int64_t)need - (int64_t)c->budget_need,
+			memory_order_relaxed);
 	} else if (c->budget_queued) {
 		ok = false; /* not woken yet: a wake will come */
 	} else {
 		/* Counted as waiting before the total is read (see the top);
 		 * behind others already waiting, whatever the total says. */
-		atomic_fetch_add(&b->waiting, 1);
+		atomic_fetch_add_explicit(&b->waiting, 1, memory_order_seq_cst);
 		if (b->overdraft == c ||
 		    (!b->head &&
-		     atomic_load(&b->bytes) + (int64_t)need <= b->limit)) {
-			atomic_fetch_add(&b->bytes, (int64_t)need);
+		     atomic_load_explicit(&b->bytes, memory_order_seq_cst) +
+				     (int64_t)need <=
+			     b->limit)) {
+			/* Room taken: it only grows the total (relaxed). */
+			atomic_fetch_add_explicit(&b->bytes, (int64_t)need,
+						  memory_order_relaxed);
 		} else if (!b->head && !b->overdraft) {
 			b->overdraft = c;
-			atomic_fetch_add(&b->bytes, (int64_t)need);
+			atomic_fetch_add_explicit(&b->bytes, (int64_t)need,
+						  memory_order_relaxed);
 		} else {
 			c->budget_need = need;
 			c->budget_queued = true;
@@ -131,7 +158,11 @@ bool conn_budget_take(struct conn_budget *b, struct conn *c, size_t need)
 			ok = false;
 		}
 		if (ok)
-			atomic_fetch_sub(&b->waiting, 1);
+			/* Not queued after all: under the lock, which a
+			 * giver that saw the count takes before it looks at
+			 * the queue (relaxed). */
+			atomic_fetch_sub_explicit(&b->waiting, 1,
+						  memory_order_relaxed);
 	}
 	if (ok) {
 		c->accounted += need;
@@ -168,12 +199,14 @@ void conn_budget_cancel(struct conn_budget *b, struct conn *c)
 			b->tail = prev;
 		c->budget_next = NULL;
 		c->budget_queued = false;
-		atomic_fetch_sub(&b->waiting, 1);
+		atomic_fetch_sub_explicit(&b->waiting, 1, memory_order_relaxed);
 	}
 	if (c->budget_granted) {
 		/* Woken but gone before it used its room. */
 		c->budget_granted = false;
-		atomic_fetch_sub(&b->bytes, (int64_t)c->budget_need);
+		/* Its own waker is the wake_locked below, under this lock. */
+		atomic_fetch_sub_explicit(&b->bytes, (int64_t)c->budget_need,
+					  memory_order_relaxed);
 	}
 	if (b->overdraft == c)
 		b->overdraft = NULL;

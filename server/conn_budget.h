@@ -44,7 +44,11 @@ struct conn_budget {
 	 * the oldest waiter when nothing it waits for is sure to come back
 	 * (buffers of other waiting connections, idle connections' initial
 	 * buffers). It keeps the right until a request of its own has run,
-	 * so that the queue always moves, one request at a time. */
+	 * so that the queue always moves, one request at a time; or, while
+	 * others wait, until it stops reading (its output must drain) or
+	 * receives nothing for a while (conn.c): a client that stalls
+	 * halfway through a large request does not stop the queue (past
+	 * twice the limit such a request is refused instead). */
 	struct conn *overdraft;
 };
 
@@ -71,8 +75,18 @@ void conn_budget_account(struct conn_budget *b, struct conn *c, size_t now);
  */
 bool conn_budget_take(struct conn_budget *b, struct conn *c, size_t need);
 
-/* A request of c's has run while c holds the overdraft (budget_over):
- * the overdraft passes on. */
+/* Whether the buffers, all together, are past twice the limit: what
+ * connections that gave the overdraft up kept past it (conn.c) may not
+ * grow further. */
+bool conn_budget_far_over(struct conn_budget *b);
+
+/* Whether connections wait in the queue (a hint: no lock). */
+bool conn_budget_waiting(struct conn_budget *b);
+
+/* c holds the overdraft (budget_over) and a request of its own has run,
+ * or it has stopped reading or received nothing for a while: the
+ * overdraft passes on (c keeps what it took, and queues again for
+ * more). */
 void conn_budget_release(struct conn_budget *b, struct conn *c);
 
 /* c closes or stops reading while it waits or holds the overdraft

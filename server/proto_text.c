@@ -286,6 +286,15 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	struct proto_req q;
 	enum proto_status st;
 
+	/* Before auth a line is held to CONN_PREAUTH_LIMIT, a get line
+	 * too: the input buffer never grows for a client that has not
+	 * authenticated (conn.c's rbuf_limit). */
+	if (!c->authed && n > CONN_PREAUTH_LIMIT &&
+	    !memchr(buf, '\n', CONN_PREAUTH_LIMIT + 1)) {
+		*r = (struct request){ .len = n,
+				       .status = REPLY_LINE_TOO_LONG };
+		return DECODE_CLOSE;
+	}
 	/* A meta command goes straight to its parser (a line with leading
 	 * spaces gets there through proto_text_parse's PROTO_META). */
 	if (n >= 3 && buf[0] == 'm' &&

@@ -26,7 +26,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	conn_ready(arg, true, false);
+	conn_wake(arg);
 }
 
 int socket_events_init(struct conn *c, struct socket_events *s)

@@ -4,7 +4,8 @@
  * (--auth-file or RHKV_AUTH_FILE), every command but auth and quit is
  * refused until `auth <password>` (text) or AUTH (binary) succeeds, and
  * before that requests are held to 4 KiB: bigger values are discarded as
- * they arrive and bigger frames close the connection. rhkvd only.
+ * they arrive, and longer lines and bigger frames close the connection.
+ * rhkvd only; integration-auth-tls runs it again over TLS.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -192,8 +193,39 @@ Test(auth, before_auth_requests_are_held_to_4k)
 	for (int i = 0; i < 2000; i++)
 		if (hc_send(c, "key0123456 ", 11))
 			break;
+	EXPECT(c, "CLIENT_ERROR line too long\r\n");
 	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1,
 		     "a 22 KB line before auth was buffered");
+}
+
+/*
+ * A get line longer than the initial 16 KiB input buffer, before auth and
+ * with no newline: the buffer must not grow (nor shrink under what it
+ * holds), the line is refused with memcached's words and the connection
+ * closes. Over TLS too (integration-auth-tls): TLS reads into whatever
+ * room the buffer claims to have. The server stays up for a client that
+ * authenticates.
+ */
+Test(auth, a_long_line_before_auth_is_refused_and_closes)
+{
+	static char line[17004];
+
+	start_with_password();
+	memcpy(line, "get ", 4);
+	memset(line + 4, 'k', sizeof(line) - 4);
+	/* (the server may close while this is still sending: a reset) */
+	if (!hc_send(c, line, sizeof(line)))
+		for (int i = 0; i < 64; i++)
+			if (hc_send(c, line + 4, 1024))
+				break;
+	EXPECT(c, "CLIENT_ERROR line too long\r\n");
+	cr_assert_eq(hc_closed(c, H_TIMEOUT_MS), 1, "still open");
+	hc_close(&c);
+	c = hc_open(srv.port);
+	cr_assert_not_null(c, "connect: errno %d", errno);
+	RT(c, "auth s3cret!\r\n", "OK\r\n");
+	RT(c, "set a 0 0 5\r\nhello\r\n", "STORED\r\n");
+	RT(c, "get a\r\n", "VALUE a 0 5\r\nhello\r\nEND\r\n");
 }
 
 /* [op, id, args] frames, packed with msgpack-c. */

@@ -4,8 +4,9 @@
  * wake records the order: room is taken while it fits; past it the first
  * taker gets the overdraft and the next ones queue; bytes given back wake
  * the queue in order with their room reserved; the overdraft passes on
- * when released; a cancelled waiter gives back what was reserved for it;
- * nothing is left counted at the end.
+ * when released (and a holder that gave it up queues again for more); a
+ * cancelled waiter gives back what was reserved for it; nothing is left
+ * counted at the end.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -127,6 +128,36 @@ Test(budget, a_waiter_that_leaves_lets_the_next_one_through)
 	cr_assert_eq(woken[0], &conns[3]);
 	cr_assert_eq(b.overdraft, &conns[3]);
 	cr_assert(conn_budget_take(&b, &conns[3], 100));
+	for (int i = 0; i < 4; i++) {
+		conn_budget_cancel(&b, &conns[i]);
+		conn_budget_account(&b, &conns[i], 0);
+	}
+	cr_assert_eq(total(), 0);
+}
+
+/* A holder that stalls gives the overdraft up while others wait
+ * (conn.c): it keeps what it took and, needing more, queues again behind
+ * the new holder instead of passing the limit a second time. */
+Test(budget, a_holder_that_gave_the_overdraft_up_queues_again)
+{
+	conn_budget_account(&b, &conns[0], 2000);
+	cr_assert_not(conn_budget_waiting(&b));
+	cr_assert(conn_budget_take(&b, &conns[1], 100), "the overdraft");
+	cr_assert_not(conn_budget_take(&b, &conns[2], 100));
+	cr_assert(conn_budget_waiting(&b));
+	conn_budget_release(&b, &conns[1]);
+	cr_assert_not(conns[1].budget_over);
+	cr_assert_eq(b.overdraft, &conns[2]);
+	cr_assert_eq(nwoken, 1);
+	cr_assert_not(conn_budget_waiting(&b));
+	cr_assert_eq(total(), 2200, "the first holder keeps its room");
+	cr_assert_not(conn_budget_take(&b, &conns[1], 100), "queued again");
+	cr_assert(conns[1].budget_wait);
+	cr_assert(conn_budget_take(&b, &conns[2], 100), "woken: granted");
+	conn_budget_release(&b, &conns[2]);
+	cr_assert_eq(woken[1], &conns[1]);
+	cr_assert(conn_budget_take(&b, &conns[1], 100));
+	cr_assert(conns[1].budget_over);
 	for (int i = 0; i < 4; i++) {
 		conn_budget_cancel(&b, &conns[i]);
 		conn_budget_account(&b, &conns[i], 0);

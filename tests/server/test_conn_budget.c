@@ -9,8 +9,9 @@
  * long line each (more input buffer than the budget in all): they drain
  * and finish, no deadlock. Only a request whose input alone needs more
  * than the whole budget is refused, with memcached's words, and only a
- * reply that alone outgrows it is cut. Skipped under memcached
- * (--conn-memory is rhkvd's).
+ * reply that alone outgrows it is cut; a client that stalls halfway
+ * through a large request does not hold the queue up. Skipped under
+ * memcached (--conn-memory is rhkvd's).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -393,5 +394,118 @@ Test(conn_budget, replies_pending_before_a_reply_do_not_cut_it)
 		cr_assert_eq(hc_value(c, &v, H_TIMEOUT_MS), 0,
 			     "reply %d: \"%.60s\" instead of END", r, v.line);
 	}
+	SYNC(c, &srv);
+}
+
+/* ---- a client that stalls halfway through a large request ---- */
+
+/* --conn-memory 1 (MiB), no idle timeout: only the server can make the
+ * queue move past a client that stops sending. */
+static const char *const stall_flags[] = { "--conn-memory", "1",
+					   "--idle-timeout", "0", NULL };
+
+static void setup_stall(void)
+{
+	START_RHKVD(&srv, stall_flags, &c, "--conn-memory and its queue");
+}
+
+TestSuite(conn_budget_stall, .init = setup_stall, .fini = teardown,
+	  .timeout = 60);
+
+static unsigned long long stat_of(const char *name)
+{
+	struct hstats st;
+	unsigned long long n = 0;
+
+	cr_assert_eq(hc_stats(c, "", &st, H_TIMEOUT_MS), 0);
+	cr_assert_eq(hstats_u64(&st, name, &n), 0, "no stat %s", name);
+	return n;
+}
+
+/*
+ * X sends 900 KB of a get line and stops, its input buffer grown past
+ * the whole budget (it holds the overdraft); Z then sends a 40 KB get
+ * line, which needs a bigger input buffer than the budget has room for.
+ * Z is answered while X stays open and silent: X's overdraft passes on
+ * once X stops sending, so a stalled client cannot make the others wait
+ * for as long as it keeps its connection.
+ */
+Test(conn_budget_stall, a_stalled_large_request_does_not_block_the_queue)
+{
+	struct hconn **x = &conns[0], **z = &conns[1];
+	long long deadline;
+	char line[64];
+
+	*x = hc_open(srv.port);
+	cr_assert_not_null(*x, "connect: errno %d", errno);
+	missing_keys_line(900000);
+	SEND_N(*x, breq.p, breq.len - 2); /* no newline */
+	/* Until X's input buffer holds it: past the whole budget. */
+	deadline = h_now_ms() + 20000;
+	while (stat_of("conn_buffer_bytes") <= (1u << 20)) {
+		cr_assert_lt(h_now_ms(), deadline,
+			     "X's input buffer never grew past the budget");
+		h_sleep_ms(10);
+	}
+	*z = hc_open(srv.port);
+	cr_assert_not_null(*z, "connect: errno %d", errno);
+	missing_keys_line(40000);
+	SEND_N(*z, breq.p, breq.len);
+	cr_assert_gt(hc_line(*z, line, sizeof(line), 20000), 0,
+		     "Z's get waited for the stalled client X");
+	cr_assert_str_eq(line, "END\r\n");
+	cr_assert_gt(stat_of("conn_memory_waits"), 0,
+		     "Z never waited: this test proved nothing");
+	cr_assert_eq(hc_closed(*x, 0), 0, "X was closed");
+	/* X's line, completed, is still served. */
+	SEND(*x, "\r\n");
+	cr_assert_gt(hc_line(*x, line, sizeof(line), H_TIMEOUT_MS), 0);
+	cr_assert_str_eq(line, "END\r\n");
+	SYNC(c, &srv);
+}
+
+/* Until the connection buffers together pass `bytes`. */
+static void wait_buffers_past(unsigned long long bytes, const char *what)
+{
+	long long deadline = h_now_ms() + 20000;
+
+	while (stat_of("conn_buffer_bytes") <= bytes) {
+		cr_assert_lt(h_now_ms(), deadline, "%s", what);
+		h_sleep_ms(10);
+	}
+}
+
+/*
+ * What a stalled holder keeps when it passes the overdraft on is bounded:
+ * X1 stalls after 900 KB of a get line, X2 gets the overdraft and stalls
+ * the same way, the buffers now past twice the budget; when Z then waits,
+ * X2's request is refused (memcached's words, and a close) rather than
+ * passed over, and Z is answered. X1 stays open.
+ */
+Test(conn_budget_stall, stalled_requests_past_twice_the_budget_are_refused)
+{
+	struct hconn **x1 = &conns[0], **x2 = &conns[1], **z = &conns[2];
+	char line[64];
+
+	*x1 = hc_open(srv.port);
+	*x2 = hc_open(srv.port);
+	*z = hc_open(srv.port);
+	cr_assert(*x1 && *x2 && *z, "connect: errno %d", errno);
+	missing_keys_line(900000);
+	SEND_N(*x1, breq.p, breq.len - 2);
+	wait_buffers_past(1u << 20, "X1's input buffer never grew");
+	SEND_N(*x2, breq.p, breq.len - 2);
+	wait_buffers_past(2u << 20, "X2 never got the overdraft from X1");
+	missing_keys_line(40000);
+	SEND_N(*z, breq.p, breq.len);
+	cr_assert_gt(hc_line(*z, line, sizeof(line), 20000), 0,
+		     "Z's get waited for the stalled clients");
+	cr_assert_str_eq(line, "END\r\n");
+	cr_assert_gt(hc_line(*x2, line, sizeof(line), H_TIMEOUT_MS), 0,
+		     "no reply to X2's stalled request");
+	cr_assert_str_eq(line,
+			 "SERVER_ERROR out of memory reading request\r\n");
+	cr_assert_eq(hc_closed(*x2, H_TIMEOUT_MS), 1, "X2 not closed");
+	cr_assert_eq(hc_closed(*x1, 0), 0, "X1 was closed");
 	SYNC(c, &srv);
 }

@@ -3,11 +3,13 @@
  * (conn_new_memory / conn_memory_feed): the same parsing, both protocols,
  * auth and limits as over a socket, with no socket and no event loop, so
  * that requests split anywhere give the same replies as whole ones, a
- * quit or a fatal frame closes, and a peer's EOF closes. Also what the
+ * quit or a fatal frame closes, and a peer's EOF closes; a connection
+ * waiting for --conn-memory is not idle. Also what the
  * connection fuzz target (tests/fuzz/fuzz_conn.c) builds on.
  */
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/conn.h"
@@ -123,4 +125,51 @@ Test(conn_memory, password_gates_commands)
 				 "OK\r\nEND\r\n");
 	conn_close(c);
 	srv.cfg.password = NULL;
+}
+
+/* A get line of n bytes of keys that are not there, without its "\r\n". */
+static char *missing_keys(size_t n)
+{
+	char *p = malloc(n);
+
+	cr_assert_not_null(p);
+	memcpy(p, "get", 3);
+	for (size_t i = 3; i < n; i++)
+		p[i] = i % 6 == 3 ? ' ' : 'k';
+	p[n - 1] = 'k';
+	return p;
+}
+
+/*
+ * A connection waiting for --conn-memory is not idle: the server makes it
+ * wait. At a tick long past --idle-timeout it stays open, and once the
+ * room comes back its request is answered.
+ */
+Test(conn_memory, waiting_for_conn_memory_is_not_idle)
+{
+	struct conn *a, *b;
+	char *line = missing_keys(20000);
+
+	conn_budget_destroy(&srv.budget);
+	srv.cfg.conn_memory = 40000;
+	srv.cfg.idle_timeout = 10;
+	conn_budget_init(&srv.budget, srv.cfg.conn_memory);
+	a = conn_new_memory(&w);
+	b = conn_new_memory(&w);
+	/* a's line outgrows the initial buffer and the budget: a holds the
+	 * overdraft; b's needs room too, and waits behind it. */
+	cr_assert(conn_memory_feed(a, line, 20000, false, replies));
+	cr_assert(a->budget_over);
+	cr_assert(conn_memory_feed(b, line, 20000, false, replies));
+	cr_assert(b->budget_wait, "b did not wait: nothing tested");
+	conn_tick(b, cache_now() + 100);
+	cr_assert_eq(w.nconns, 2, "closed as idle while it waited");
+	/* a's request ends: the overdraft and its room pass to b. */
+	cr_assert(conn_memory_feed(a, "\r\n", 2, false, replies));
+	cr_assert_str_eq(take(), "END\r\n");
+	cr_assert(conn_memory_feed(b, "\r\n", 2, false, replies));
+	cr_assert_str_eq(take(), "END\r\n");
+	free(line);
+	conn_close(b);
+	conn_close(a);
 }
