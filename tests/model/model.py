@@ -127,10 +127,11 @@ class Item:
     def __repr__(self):
         v = self.value if len(self.value) <= 24 else \
             self.value[:20] + b'...(%d)' % len(self.value)
-        return 'Item(%r f=%d cas=%s exp=%s%s w=%d..%d)' % (
+        return 'Item(%r f=%d cas=%s exp=%s%s w=%d..%d at %.1f server#%d)' % (
             v, self.flags, self.cas,
             None if self.exp is None else '%.1f..%.1f' % self.exp,
-            ' stale' if self.stale else '', self.w.s0, self.w.s1)
+            ' stale' if self.stale else '', self.w.s0, self.w.s1,
+            self.w.t1, self.w.epoch)
 
 
 class Global:
@@ -361,8 +362,10 @@ class Model:
             since = min(c.w.s0 for c in cands if c is not None)
             with self.lock:
                 self.evict_claims.append((key, since, iv.s1, iv.epoch, (
-                    '  %s during seq %d..%d\n  reply %r\n  candidates %s'
-                    % (op, iv.s0, iv.s1, short(res), cands))))
+                    '  %s during seq %d..%d at %.1f..%.1f server#%d\n'
+                    '  reply %r\n  candidates %s' % (
+                        op, iv.s0, iv.s1, iv.t0, iv.t1, iv.epoch,
+                        short(res), cands))))
         self.keys[key] = dedupe(nexts)
 
     def apply_scan(self, op, res, iv):
@@ -417,6 +420,8 @@ def short(res):
     if res[0] == 'HIT' and len(res[1]) > 40:
         return ('HIT', res[1][:30] + b'...(%d bytes)' % len(res[1])) + \
             tuple(res[2:])
+    if res[0] == 'MGET':
+        return ('MGET', [short(r) for r in res[1]])
     return res
 
 

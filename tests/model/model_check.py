@@ -132,6 +132,9 @@ class Session:
                 '\nthe server died; its log:\n' + self.srv.log_tail()),
                 [op.key], m.clock.tick())
         t1, s1 = time.time(), m.clock.tick()
+        if self.transcript is not None:  # the reply, as the model reads it
+            self.transcript.append(('', b'    -> %s' % repr(
+                M.short(res)).encode()))
         iv = M.Interval(s0, s1, t0, t1, m.epoch)
         with m.lock:
             try:
@@ -445,6 +448,11 @@ class Run:
                                   sess.model.evict_claims)
         except Failure as f:
             self.failure = f
+        except ConnError as e:
+            self.failure = Failure('stats at the end: %s; the server %s; '
+                                   'its log:\n%s' % (
+                                       e, 'runs' if sess.srv.alive() else
+                                       'died', sess.srv.log_tail()))
         finally:
             conns.close()
         rc = sess.srv.stop()
@@ -463,6 +471,11 @@ def config(argv):
     ap.add_argument('--seed', type=int)
     ap.add_argument('--clients', type=int, default=8)
     ap.add_argument('--shrink-seconds', type=float, default=120)
+    ap.add_argument('--save', metavar='FILE',
+                    help='save a shrunk reproduction to FILE')
+    ap.add_argument('--replay', metavar='FILE',
+                    help='run a reproduction saved with --save (the '
+                    'same --mode)')
     ap.add_argument('--keep-going', action='store_true',
                     help='after a failure, start again with a new seed '
                     'until the time is up (finds how soon bugs show)')
@@ -487,6 +500,8 @@ def main(argv):
     if cfg.mode == 'restart' and cfg.caps != 'rhkv':
         print('SKIP: restart mode needs rhkvd (--memory-file)')
         return 77
+    if cfg.replay:
+        return shrink.replay(cfg, Session, Conns)
     deadline = time.time() + cfg.seconds
     status = 0
     while True:

@@ -5,14 +5,17 @@ order they were sent, up to the failure) is replayed one step at a time
 on a fresh server, each client on its own connections as in the live
 run, first fast, then (if that does not
 fail: expiry, delayed flushes) at the original times. A replay counts as
-failing when it fails the same way (`kind`). Then the steps that touch
-other keys are dropped, and delta debugging (ddmin: drop chunks while the
-replay still fails, halving the chunks) shrinks the rest within
---shrink-seconds. The last replay's transcript is printed: the exact
-commands, in order, on their connections.
+failing when it fails the same way (`kind`), and a replay that fails
+sooner cuts the history there. Then the steps that touch other keys are
+dropped, then each client's steps, then each key's, and delta debugging
+(ddmin: drop chunks while the replay still fails, halving the chunks)
+shrinks the rest, all within --shrink-seconds. The last replay's
+transcript is printed: the exact commands, in order, on their
+connections.
 """
 
 import os
+import pickle
 import re
 import shutil
 import tempfile
@@ -54,6 +57,7 @@ class Replayer:
         self.cfg, self.Session, self.Conns = cfg, Session, Conns
         self.want = want
         self.runs = 0
+        self.last = None
 
     def run(self, steps, timed, transcript=None):
         """The failure replaying `steps` ([(t, step)]) gives, or None."""
@@ -106,10 +110,30 @@ class Replayer:
         """None, or the steps up to the one that failed the same way
         (a replay may fail sooner than the history did)."""
         self.at = len(steps)
-        f = self.run(steps, timed)
+        f = self.last = self.run(steps, timed)
         if f is None or kind(f) != self.want:
             return None
         return steps[:self.at + 1]
+
+
+def drop_classes(steps, fails, deadline, cls):
+    """Drops, one class at a time, every client step of a class (a
+    client, a key) while the rest still fails: coarse and cheap before
+    ddmin. Global steps stay."""
+    for c in sorted({cls(s[1]) for s in steps if s[1][0] == 'op'},
+                    key=repr):
+        if time.time() >= deadline:
+            break
+        rest = [s for s in steps if s[1][0] != 'op' or cls(s[1]) != c]
+        got = len(rest) < len(steps) and fails(rest)
+        if got:
+            steps = got
+    return steps
+
+
+def op_key(step):
+    op = step[2]
+    return op.key if op.key is not None else op.prefix or b''
 
 
 def ddmin(steps, fails, deadline):
@@ -139,7 +163,7 @@ def ddmin(steps, fails, deadline):
 def show(label, data):
     s = data.decode('latin-1') if isinstance(data, bytes) else str(data)
     s = s.replace('\\', '\\\\').replace('\r', '\\r').replace('\n', '\\n')
-    return '  [%s] %s' % (label, s)
+    return '  [%s] %s' % (label, s) if label else '  ' + s
 
 
 def report(cfg, sess, failure, Session, Conns):
@@ -152,29 +176,41 @@ def report(cfg, sess, failure, Session, Conns):
     deadline = time.time() + cfg.shrink_seconds
     print('shrink: %d steps in the history; replaying them one at a time '
           '(failure kind: %s)' % (len(steps), want), flush=True)
-    timed = False
-    got = rp.fails(steps, False)
-    if not got and want == 'cas':  # which worker a write lands on varies
-        got = rp.fails(steps, False)
-    if not got and want in ('reply', 'evicted', 'scan'):
-        timed = True  # expiry, delayed flushes
-        got = time.time() < deadline and rp.fails(steps, True)
+    # The steps on the failure's keys (and global ones) first: cheap, and
+    # enough for most failures; then the whole history.
+    focus = [s for s in steps if touches(s[1], failure.keys)] \
+        if failure.keys else []
+    tries = [(focus, False)] if 0 < len(focus) < len(steps) else []
+    tries.append((steps, False))
+    if want == 'cas':  # which worker a write lands on varies
+        tries.append((steps, False))
+    if want in ('reply', 'evicted', 'scan'):  # expiry, delayed flushes
+        tries += [(focus, True)] if focus else []
+        tries.append((steps, True))
+    got = None
+    for cand, timed in tries:
+        if cand and time.time() < deadline:
+            got = rp.fails(cand, timed)
+            if got:
+                break
     if not got:
         print('shrink: the history does not fail when replayed one step at '
               'a time: it needs concurrency (or a worker thread to serve '
               'connections as in the run). The last steps on the key%s:' %
               ('s %r' % failure.keys if failure.keys else ''))
+        if rp.last is not None:
+            print('shrink: (the replay failed otherwise: %s)' %
+                  str(rp.last)[:2000])
         for t, step in [s for s in steps if not failure.keys or
                         touches(s[1], failure.keys)][-40:]:
             print('  %7.3f s %r' % (t, step))
         return
     steps = got
-    if failure.keys:
-        focus = [s for s in steps if touches(s[1], failure.keys)]
-        got = len(focus) < len(steps) and rp.fails(focus, timed)
-        if got:
-            steps = got
-    steps = ddmin(steps, lambda s: rp.fails(s, timed), deadline)
+    fails = lambda s: rp.fails(s, timed)  # noqa: E731
+    steps = drop_classes(steps, fails, deadline, lambda st: st[1])
+    if len({op_key(s[1]) for s in steps if s[1][0] == 'op'}) <= 60:
+        steps = drop_classes(steps, fails, deadline, op_key)
+    steps = ddmin(steps, fails, deadline)
     transcript = []
     f = rp.run(steps, timed, transcript)
     print('shrink: %d steps after %d replays%s; the reproduction (%s):' %
@@ -187,3 +223,21 @@ def report(cfg, sess, failure, Session, Conns):
         print(show(label, data))
     if f is not None:
         print('shrink: the replay fails with:\n%s' % f)
+    if cfg.save:
+        with open(cfg.save, 'wb') as out:
+            pickle.dump((timed, steps), out)
+        print('shrink: saved to %s (replay it: --replay %s)' % (cfg.save,
+                                                               cfg.save))
+
+
+def replay(cfg, Session, Conns):
+    """--replay FILE: runs a saved reproduction, printing each command
+    and reply; the exit status is 1 when it fails."""
+    with open(cfg.replay, 'rb') as f:
+        timed, steps = pickle.load(f)
+    transcript = []
+    f = Replayer(cfg, Session, Conns, None).run(steps, timed, transcript)
+    for label, data in transcript:
+        print(show(label, data))
+    print('replay: %s' % ('fails:\n%s' % f if f else 'passes'))
+    return 1 if f else 0
