@@ -11,8 +11,10 @@ runs, so a list of operations replays on a fresh server.
 """
 
 U64 = (1 << 64) - 1
-KEYS_PER_GROUP = 12
+KEYS_PER_GROUP = 12  # groups 0-2: few keys, many operations on each
 GROUPS = 3
+BULK_KEYS = 300      # group 3: many keys of 3-8 KiB, so that the live
+                     # data (8 clients: 13 MiB) can outgrow -m 8
 
 
 class Gen:
@@ -23,12 +25,18 @@ class Gen:
             (['msgpack'] if caps == 'rhkv' else [])
 
     def key(self):
+        if self.r.random() < 0.25:
+            return b'c%d:g%d:k%d' % (self.cid, GROUPS,
+                                     self.r.randrange(BULK_KEYS))
         return b'c%d:g%d:k%d' % (self.cid, self.r.randrange(GROUPS),
                                  self.r.randrange(KEYS_PER_GROUP))
 
-    def value(self):
+    def value(self, key=b''):
         r = self.r
         self.n += 1
+        if b':g%d:' % GROUPS in key and r.random() < 0.9:
+            tag = b'%d.%d;' % (self.cid, self.n)
+            return tag + b'b' * r.randrange(3000, 8000)
         if r.random() < 0.15:  # a number, for incr/decr
             return b'%d' % r.choice([0, 1, 9, 99, r.randrange(1 << 20),
                                      U64 - r.randrange(3), 1 << 63])
@@ -78,8 +86,9 @@ class Gen:
         if x < 0.40:
             mode = r.choice(['set', 'set', 'set', 'add', 'replace',
                              'append', 'prepend'])
-            op = Op('store', proto, self.key(), mode=mode,
-                    value=self.value(), flags=self.flags(),
+            key = self.key()
+            op = Op('store', proto, key, mode=mode,
+                    value=self.value(key), flags=self.flags(),
                     ttl=self.ttl(proto != 'mcbin'))
             if mode in ('set', 'replace') and r.random() < 0.25 and \
                     (proto != 'text' or mode == 'set'):

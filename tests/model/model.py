@@ -321,7 +321,10 @@ class Model:
         if op.kind == 'mget':
             for key, r in zip(op.keys, res[1]):
                 one = Op('get', op.proto, key, want_cas=op.want_cas)
-                self.apply(one, r, iv, vid)
+                try:
+                    self.apply(one, r, iv, vid)
+                except Mismatch as e:
+                    raise Mismatch('%s (in a multi-get)' % e, e.keys or [key])
             return
         if op.kind == 'scan':
             return self.apply_scan(op, res, iv)
@@ -342,8 +345,8 @@ class Model:
                         nxt = nxt.but(cas=got)
                     if nxt is not None and res[0] == 'HIT':
                         nxt = nxt.but(alive=max(nxt.alive, iv.s0))
-                    if nxt is not None and nxt.cas is not None:
-                        learned.add((nxt.cas, nxt.vid))
+                    if nxt is not None and got is not None:
+                        learned.add((got, nxt.vid))  # what the server said
                     nexts.append(nxt)
         if not ok:
             raise Mismatch('%s\n  reply %r\n  model allows %s\n  '

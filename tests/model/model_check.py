@@ -129,7 +129,8 @@ class Session:
         except ConnError as e:
             raise Failure('%s: connection failed: %s%s' % (
                 op, e, '' if self.srv.alive() else
-                '\nthe server died; its log:\n' + self.srv.log_tail()),
+                '\nthe server %s; its log:\n%s' % (self.srv.how_gone(),
+                                                   self.srv.log_tail())),
                 [op.key], m.clock.tick())
         t1, s1 = time.time(), m.clock.tick()
         if self.transcript is not None:  # the reply, as the model reads it
@@ -220,7 +221,9 @@ class Session:
                                               step[1])
                 ok = r == b'OK'
         except ConnError as e:
-            raise Failure('%r: connection failed: %s' % (step, e))
+            raise Failure('%r: connection failed: %s; the server %s; its '
+                          'log:\n%s' % (step, e, self.srv.how_gone(),
+                                         self.srv.log_tail()))
         t1, s1 = time.time(), m.clock.tick()
         if not ok:
             raise Failure('%r answered %r' % (step, r))
@@ -377,7 +380,7 @@ class Run:
                 elif x < 0.30 and cfg.caps == 'rhkv':
                     c = rng.randrange(cfg.clients)
                     p = rng.choice([b'c%d:' % c, b'c%d:g%d:' %
-                                    (c, rng.randrange(3)), b'c'])
+                                    (c, rng.randrange(4)), b'c'])
                     step = ('flush_prefix', rng.choice(
                         ['text', 'meta', 'msgpack']), p)
                 elif x < 0.40:
@@ -451,8 +454,8 @@ class Run:
         except ConnError as e:
             self.failure = Failure('stats at the end: %s; the server %s; '
                                    'its log:\n%s' % (
-                                       e, 'runs' if sess.srv.alive() else
-                                       'died', sess.srv.log_tail()))
+                                       e, sess.srv.how_gone(),
+                                       sess.srv.log_tail()))
         finally:
             conns.close()
         rc = sess.srv.stop()

@@ -90,6 +90,17 @@ class Server:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def how_gone(self):
+        """'runs', or how the process ended (a crash: its signal)."""
+        if self.proc is None:
+            return 'stopped'
+        rc = self.proc.poll()
+        if rc is None:
+            return 'runs'
+        if rc < 0:
+            return 'died of signal %d (%s)' % (-rc, signal.Signals(-rc).name)
+        return 'exited %d' % rc
+
     def stop(self):
         """SIGTERM; returns the exit status (SIGKILL after 60 s: -9)."""
         if self.proc is None:
