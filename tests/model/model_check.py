@@ -371,6 +371,10 @@ class Run:
                                    if cfg.caps == 'rhkv' else
                                    ['text', 'mcbin'])
                 now = time.time()
+                # restart mode: fewer flushes of everything, so that the
+                # live data can outgrow the memory file (-m 8) between
+                if rng.random() < cfg.flush_skip:
+                    x = max(x, 0.15)
                 if x < 0.10 and now > delayed_until:
                     step = ('flush_all', proto, 0)
                 elif x < 0.15 and now > delayed_until:
@@ -380,13 +384,13 @@ class Run:
                 elif x < 0.30 and cfg.caps == 'rhkv':
                     c = rng.randrange(cfg.clients)
                     p = rng.choice([b'c%d:' % c, b'c%d:g%d:' %
-                                    (c, rng.randrange(4)), b'c'])
+                                    (c, rng.randrange(4)), b'c%d' % c])
                     step = ('flush_prefix', rng.choice(
                         ['text', 'meta', 'msgpack']), p)
                 elif x < 0.40:
                     step = ('memlimit', rng.choice(cfg.memlimits))
                 elif x < 0.58 and cfg.mode == 'restart':
-                    step = ('restart', 'term' if rng.random() < 0.75
+                    step = ('restart', 'term' if rng.random() < 0.85
                             else 'kill', rng.choice([1, 2, 4]),
                             rng.random() < 0.3)
                 else:
@@ -490,9 +494,11 @@ def config(argv):
     if cfg.mode == 'restart':
         cfg.mem, cfg.threads = 8, 4
         cfg.memlimits = [8, 16, 32, 64, 128]
+        cfg.flush_skip = 0.8
     else:
         cfg.mem, cfg.threads = 1024, 4
         cfg.memlimits = [512, 1024, 2048]
+        cfg.flush_skip = 0.0
     if cfg.seed is None:
         cfg.seed = random.SystemRandom().randrange(1 << 32)
     return cfg
