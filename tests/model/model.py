@@ -161,6 +161,7 @@ class Model:
         self.epoch = 0          # server instance (restarts)
         self.epoch_start = {0: 0}
         self.vid_n = 0
+        self.memcached = False  # the server is memcached (its quirks)
 
     # ---- time ----
 
@@ -497,11 +498,22 @@ def semantics(op, x, iv, vid, m):
     raise AssertionError(k)
 
 
+def union(a, b):
+    """An expiry window holding both (None: never expires)."""
+    if a is None or b is None:
+        return None
+    return (min(a[0], b[0]), max(a[1], b[1]))
+
+
 def sem_get(op, x, iv, vid, m):
     if x is None:
         if op.vivify is not None:
-            it = Item(b'', 0, op.newcas, vid, m.exp_window(op.vivify, iv),
-                      False, iv)
+            # meta: N after T (as the client sends them) sets the TTL;
+            # msgpack: either
+            exp = m.exp_window(op.vivify, iv)
+            if op.touch is not None and op.proto == 'msgpack':
+                exp = union(exp, m.exp_window(op.touch, iv))
+            it = Item(b'', 0, op.newcas, vid, exp, False, iv)
             return [(('VIVIFIED', op.newcas), it)]
         return [(('MISS',), None)]
     nxt = x
@@ -586,12 +598,22 @@ def sem_delete(op, x, iv, vid, m):
 def sem_arith(op, x, iv, vid, m):
     if x is None:
         if op.vivify is not None:
-            it = Item(b'%d' % op.initial, 0, op.newcas, vid,
-                      m.exp_window(op.vivify, iv), False, iv)
+            # meta: T after N (as the client sends them) sets the TTL
+            # of the created item; msgpack: vivify's, or either
+            exp = m.exp_window(op.vivify, iv)
+            if op.ttl and op.proto == 'meta':
+                exp = m.exp_window(op.ttl, iv)
+            elif op.ttl:
+                exp = union(exp, m.exp_window(op.ttl, iv))
+            it = Item(b'%d' % op.initial, 0, op.newcas, vid, exp, False, iv)
             return [(('NUM', op.initial, op.newcas), it)]
         return [(('NOT_FOUND',), None)]
     c = op.cas
     if c is not None and c != 0 and c != x.cas:
+        # memcached 1.6.18 refuses an empty value before it compares the
+        # cas (NON_NUMERIC); rhkvd compares first (META.md)
+        if x.value == b'' and m.memcached:
+            return [(('NON_NUMERIC',), x)]
         if x.cas is not None:
             return [(('EXISTS',), x)]
         alt = [(('EXISTS',), x)]

@@ -89,6 +89,7 @@ class Session:
         self.cfg, self.tmp = cfg, tmp
         self.transcript = transcript
         self.model = M.Model()
+        self.model.memcached = cfg.caps == 'memcached'
         self.threads = cfg.threads
         self.srv = Server(cfg.server, self.args(), os.path.join(tmp,
                                                                 'server.log'))
