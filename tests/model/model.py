@@ -162,6 +162,7 @@ class Model:
         self.epoch_start = {0: 0}
         self.vid_n = 0
         self.memcached = False  # the server is memcached (its quirks)
+        self.scan_missed = []   # keys the last scan left out
 
     # ---- time ----
 
@@ -377,6 +378,7 @@ class Model:
         (unless evicted: a claim, as for a miss); every key that comes
         back may be present."""
         got = res[1]
+        self.scan_missed = []
         for key, cands in self.keys.items():
             if not key.startswith(op.prefix):
                 continue
@@ -392,6 +394,7 @@ class Model:
                 with self.lock:
                     self.evict_claims.append((key, since, iv.s1, iv.epoch,
                                               '  %s left it out' % op))
+                self.scan_missed.append(key)
         for key in got:
             if key.startswith(op.prefix) and key not in self.keys:
                 raise Mismatch('scan %r returned %r, never written' %
@@ -500,8 +503,10 @@ def semantics(op, x, iv, vid, m):
 
 def union(a, b):
     """An expiry window holding both (None: never expires)."""
-    if a is None or b is None:
+    if a is None and b is None:
         return None
+    inf = float('inf')
+    a, b = a or (inf, inf), b or (inf, inf)
     return (min(a[0], b[0]), max(a[1], b[1]))
 
 

@@ -144,6 +144,19 @@ class Session:
             except M.Mismatch as e:
                 raise Failure(str(e), e.keys or [op.key] + (op.keys or []),
                               s1)
+        if op.kind == 'scan' and m.scan_missed and cid >= 0:
+            # Left out keys that only eviction would excuse: is the key
+            # there? A hit is a scan that misses present keys.
+            for key in list(m.scan_missed):
+                get = M.Op('get', 'text', key, want_cas=True)
+                self.run_op(conns, -1, get)
+                with m.lock:
+                    if any(c is not None for c in m.keys[key]) and \
+                            None not in m.keys[key]:
+                        raise Failure('%s left out %r, which a get right '
+                                      'after finds: %s' % (op, key,
+                                                           m.keys[key]),
+                                      [key], s1)
         if res[0] == 'OOM' and len(op.value) <= SMALL:
             n = self.oom[cid] = self.oom.get(cid, 0) + 1
             if n >= 3:

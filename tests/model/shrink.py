@@ -25,11 +25,11 @@ from conn import ConnError
 from model import Failure
 
 KINDS = [('cas', r'cas \d+ given to two'),
-         ('evicted', r'missing with no eviction|left out'),
+         ('scan', r'^scan |left out .*, which a get right after'),
+         ('evicted', r'missing with no eviction|left it out'),
          ('oom', r'out of memory in a row'),
          ('exit', r'exited'),
-         ('died', r'connection failed'),
-         ('scan', r'^scan ')]
+         ('died', r'connection failed')]
 
 
 def kind(failure):
