@@ -2,7 +2,8 @@
 python3-msgpack.
 
 `run(op)` returns the model's reply tuple (see client_text.py). Ops that
-use a meta feature (E, I, N, R, a cas on delete/arith) go through the
+use a meta feature (E, I, N, R, a cas on delete/arith, a TTL on arith)
+go through the
 META_* ops with their option maps; the rest through the plain ones.
 """
 
@@ -58,6 +59,7 @@ class MsgpackClient:
     def is_meta(op):
         return (op.newcas is not None or op.invalidate or
                 op.vivify is not None or op.recache is not None or
+                (op.kind == 'arith' and op.ttl) or
                 (op.cas is not None and (op.kind in ('delete', 'arith') or
                                          op.mode != 'set')))
 
