@@ -25,6 +25,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -519,6 +520,8 @@ def config(argv):
 
 
 def main(argv):
+    # SIGTERM (meson's timeout) exits through atexit, which kills servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cfg = config(argv)
     if cfg.mode == 'restart' and cfg.caps != 'rhkv':
         print('SKIP: restart mode needs rhkvd (--memory-file)')

@@ -3,11 +3,13 @@
 The server is RHKV_TEST_SERVER, else meson's RHKV_TEST_SERVER_DEFAULT
 (tests/server/meson.build), else the build's rhkvd found next to this
 source tree; `memcached` means memcached (-u root -U 0). It listens on a
-free 127.0.0.1 port, dies with this process (PR_SET_PDEATHSIG), and is
-stopped by its PID. Its stderr goes to a log file, printed on failure.
+free 127.0.0.1 port and is stopped by its PID; whatever still runs when
+this process exits (a failure, SIGTERM from meson's timeout) is killed.
+(Not PR_SET_PDEATHSIG: that fires when the starting thread ends, and the
+global thread restarts the server.) Its stderr goes to a log file, printed on failure.
 """
 
-import ctypes
+import atexit
 import os
 import signal
 import socket
@@ -41,9 +43,14 @@ def free_port():
     return p
 
 
-def _die_with_parent():
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+LIVE = set()  # started and not yet stopped: killed at exit
+
+
+@atexit.register
+def _kill_all():
+    for p in list(LIVE):
+        p.kill()
+        p.wait()
 
 
 class Server:
@@ -64,8 +71,8 @@ class Server:
             log.write(b'== %s\n' % ' '.join(cmd + self.args).encode())
             log.flush()
             self.proc = subprocess.Popen(cmd + self.args, stdout=log,
-                                         stderr=log,
-                                         preexec_fn=_die_with_parent)
+                                         stderr=log)
+            LIVE.add(self.proc)
             log.close()
             deadline = time.time() + 60
             while time.time() < deadline and self.proc.poll() is None:
@@ -111,6 +118,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = self.proc.wait()
+        LIVE.discard(self.proc)
         self.proc = None
         return rc
 
@@ -119,6 +127,7 @@ class Server:
             return
         self.proc.kill()
         self.proc.wait()
+        LIVE.discard(self.proc)
         self.proc = None
 
     def log_tail(self, n=30):
