@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages rhkv needs to build and test, when missing
 # (memcached, libmemcached-tools and python3-pymemcache are the peers and
-# real clients the integration tests check rhkvd against; the rest of the
+# real clients the integration tests check rhkvd against; python3-msgpack
+# is tests/model's msgpack codec; the rest of the
 # last group are the clients of tests/server/test_client_*.sh; sasl2-bin's
 # saslpasswd2 and libsasl2-modules' PLAIN let memcached -S check the SASL
 # parts of those tests).
@@ -13,6 +14,7 @@ packages=(
 	libevent-dev liburcu-dev libmsgpack-dev libcriterion-dev libedit-dev
 	libssl-dev openssl netcat-openbsd
 	memcached libmemcached-tools libmemcached-dev python3-pymemcache nutcracker
+	python3-msgpack
 	python3-memcache php-cli php-memcached libcache-memcached-fast-perl
 	ruby ruby-dalli sasl2-bin libsasl2-modules
 )
