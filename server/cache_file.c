@@ -192,6 +192,8 @@ static const char *unusable(struct cache *c, const struct cache_file_header *h,
 		return "its large items' area is out of bounds";
 	if (h->flush_due_ns < 0)
 		return "its pending flush_all's time is out of bounds";
+	if (h->cas_high > CACHE_SEQ_MAX)
+		return "its highest cas is out of bounds";
 	return NULL;
 }
 
@@ -378,6 +380,17 @@ int cache__file_seal(struct cache *c)
 	 * what is stored before then. */
 	h->flush_due_ns =
 		atomic_load_explicit(&c->flush_due_ns, memory_order_acquire);
+	/* Every cas given out, not only those of the items kept: items
+	 * flushed, expired or deleted before the stop took theirs along, and
+	 * a client may still hold one for a cas command after the start. */
+	h->cas_high = 0;
+	for (unsigned int t = 0; t < c->threads; t++) {
+		uint64_t seq = atomic_load_explicit(&c->cas_seq[t].v,
+						    memory_order_relaxed);
+
+		if (seq && seq * c->threads + t + 1 > h->cas_high)
+			h->cas_high = seq * c->threads + t + 1;
+	}
 	h->check = cache__file_header_check(h);
 	if (msync(f->map, f->map_bytes, MS_SYNC) || fsync(f->fd))
 		return -1;

@@ -37,6 +37,7 @@ struct cache_file_header {
 	uint64_t large_off, large_bytes, large_count;
 	int64_t stopped;      /* unix seconds */
 	int64_t flush_due_ns; /* a delayed flush_all's time (unix ns), or 0 */
+	uint64_t cas_high;    /* the highest cas given out before the stop */
 	uint64_t check;	      /* of the bytes above */
 };
 

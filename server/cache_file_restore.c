@@ -403,8 +403,11 @@ int cache__file_restore(struct cache *c)
 	/* The large items are in memory now: the file ends with the arena. */
 	if (ftruncate(f->fd, (off_t)h.large_off))
 		f->restore.large_not_freed = true;
-	/* Above every restored write sequence (at most CACHE_SEQ_MAX, so no
-	 * sequence wraps), whatever the thread count was. */
+	/* Above every cas given out before the stop (at most CACHE_SEQ_MAX,
+	 * so no sequence wraps), whatever the thread count was: a client
+	 * may hold the cas of an item gone before the stop. */
+	if (!v.why && h.cas_high > r.max_cas)
+		r.max_cas = h.cas_high;
 	for (unsigned int t = 0; t < c->threads; t++)
 		atomic_store_explicit(&c->cas_seq[t].v,
 				      r.max_cas / c->threads + 1,

@@ -871,9 +871,38 @@ def delayed_flush(tmp):
     print("delayed flush_all across a restart: applied at its time")
 
 
+def cas_of_gone_items(tmp):
+    """Items flushed or deleted before a stop took their cas values along;
+    a client may still hold one, so no new item may get it after the
+    restart (the restored items alone are no reference)."""
+    path = os.path.join(tmp, "gone")
+    srv = Server(path, threads=1)
+    c = Conn(srv.port)
+    seen = set()
+    for k in ("g:a", "g:b", "g:c"):
+        check(c.store("set", k, b"v") == "STORED", "set " + k)
+        seen.add(c.gets([k])[k][2])
+    check(c.cmd("delete g:c") == "DELETED", "delete")
+    check(c.cmd("flush_all") == "OK", "flush_all")
+    c.close()
+    check(srv.stop() == 0, "exit")
+    srv = Server(path, threads=1)
+    c = Conn(srv.port)
+    for k in ("g:d", "g:e", "g:f"):
+        check(c.store("set", k, b"new") == "STORED", "set " + k)
+        cas = c.gets([k])[k][2]
+        check(cas > max(seen), "cas %d after the restart, %s given "
+              "before it" % (cas, sorted(seen)))
+    c.close()
+    check(srv.stop() == 0, "exit")
+    os.unlink(path)
+    print("cas values of items gone before the stop are not given again")
+
+
 def sequence(tmp):
     for threads in (4, 1):
         sequence_after_restart(tmp, threads)
+    cas_of_gone_items(tmp)
     delayed_flush(tmp)
 
 
