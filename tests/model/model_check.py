@@ -86,6 +86,15 @@ def new_e(rng):
 class Session:
     """A server and the model of it; runs client and global steps."""
 
+    def memlimit_reply(self, mib):
+        """rhkvd with --memory-file caps the limit at the file's -m (the
+        file holds no more segments) and says so; otherwise OK."""
+        if (self.cfg.mode == 'restart' and self.cfg.caps == 'rhkv' and
+                mib > self.cfg.mem):
+            return (b'MEMLIMIT_ADJUST_FAILED maxbytes capped at %dm: the '
+                    b'memory file holds no more' % self.cfg.mem)
+        return b'OK'
+
     def __init__(self, cfg, tmp, transcript=None):
         self.cfg, self.tmp = cfg, tmp
         self.transcript = transcript
@@ -234,7 +243,7 @@ class Session:
             elif kind == 'memlimit':
                 r = conns.get('text').command(b'cache_memlimit %d' %
                                               step[1])
-                ok = r == b'OK'
+                ok = r == self.memlimit_reply(step[1])
         except ConnError as e:
             raise Failure('%r: connection failed: %s; the server %s; its '
                           'log:\n%s' % (step, e, self.srv.how_gone(),
