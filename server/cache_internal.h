@@ -148,8 +148,13 @@ struct cache {
 	struct seg *pool;	 /* free, resident, counted in mem */
 	struct seg *carry_spare; /* free, resident: the evictor's next */
 	struct seg *retiring;	 /* unlinked units, awaiting a grace period */
-	struct seg *released;	 /* free, handed back to the kernel */
-	size_t fresh;		 /* segments [fresh, nsegs) never used */
+	/* One reclaim at a time, held across its grace period: a writer
+	 * short of room whose retired units another thread is reclaiming
+	 * waits for that reclaim instead of finding the list empty and
+	 * giving up. Taken outside read-side sections, before pool_lock. */
+	pthread_mutex_t reclaim_lock;
+	struct seg *released; /* free, handed back to the kernel */
+	size_t fresh;	      /* segments [fresh, nsegs) never used */
 	_Atomic unsigned long pooled, seg_resident;
 	/* The fewest pooled since the maintenance thread last trimmed the
 	 * pool (under pool_lock): that many were not needed meanwhile. */

@@ -36,6 +36,7 @@ int cache__memory_init(struct cache *c, const struct cache_file_config *fc,
 	uint64_t limit = cache__limit(c);
 
 	pthread_mutex_init(&c->pool_lock, NULL);
+	pthread_mutex_init(&c->reclaim_lock, NULL);
 	pthread_mutex_init(&c->evict_lock, NULL);
 	pthread_mutex_init(&c->log_lock, NULL);
 	c->seg_size = seg_size_for(limit);
@@ -95,6 +96,7 @@ void cache__memory_destroy(struct cache *c)
 	free(c->segs);
 	free(c->writers);
 	pthread_mutex_destroy(&c->pool_lock);
+	pthread_mutex_destroy(&c->reclaim_lock);
 	pthread_mutex_destroy(&c->evict_lock);
 	pthread_mutex_destroy(&c->log_lock);
 }
@@ -304,18 +306,24 @@ void cache__seg_retire(struct cache *c, struct seg *s)
  * Every unit retired so far was unlinked before it was retired, so one
  * grace period that starts now covers every reader that could still see
  * one of its items: wait for it, then free or pool them all. Outside
- * read-side sections. Whether there was anything to reclaim.
+ * read-side sections. Whether there was anything to reclaim. A reclaim
+ * running in another thread is waited for (reclaim_lock), so that on
+ * return what was retired before the call is free or being freed by
+ * this call.
  */
 bool cache__reclaim(struct cache *c)
 {
 	struct seg *list;
 
+	pthread_mutex_lock(&c->reclaim_lock);
 	pthread_mutex_lock(&c->pool_lock);
 	list = c->retiring;
 	c->retiring = NULL;
 	pthread_mutex_unlock(&c->pool_lock);
-	if (!list)
+	if (!list) {
+		pthread_mutex_unlock(&c->reclaim_lock);
 		return false;
+	}
 	cache__count(&c->reclaim_waits);
 	rhkv_rcu_synchronize();
 	while (list) {
@@ -324,6 +332,7 @@ bool cache__reclaim(struct cache *c)
 		unit_reclaimed(c, list);
 		list = next;
 	}
+	pthread_mutex_unlock(&c->reclaim_lock);
 	return true;
 }
 
