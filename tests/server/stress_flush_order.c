@@ -24,6 +24,7 @@
 
 #include "common/rcu.h"
 #include "server/cache.h"
+#include "stress_time.h"
 
 #define SLOTS 512 /* the cache's threads; the writer is slot 0 */
 #define KEYS  64
@@ -45,15 +46,6 @@ static void *flusher(void *arg)
 	return NULL;
 }
 
-static long elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 /* Whether key is served. */
 static bool served(struct cache_key k)
 {
@@ -67,8 +59,7 @@ static bool served(struct cache_key k)
 
 int main(void)
 {
-	const char *env = getenv("RHKV_STRESS_MS");
-	long ms = env ? atol(env) : 2000;
+	long ms = stress_budget_ms();
 	unsigned long rounds = 0, failures = 0;
 	struct timespec t0;
 	pthread_t t;
@@ -83,7 +74,7 @@ int main(void)
 	cache_sweep_enable(cache, false);
 	pthread_create(&t, NULL, flusher, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (elapsed_ms(&t0) < ms && !failures) {
+	while (stress_elapsed_ms(&t0) < ms && !failures) {
 		int n = snprintf(kb, sizeof(kb), "p:%lu", rounds % KEYS);
 		struct cache_key k = { kb, (size_t)n };
 
@@ -102,7 +93,7 @@ int main(void)
 				"FAIL: round %lu, after %ld ms: %s served "
 				"after an acknowledged flush_prefix p (a "
 				"flush_all dropped its tombstone)\n",
-				rounds, elapsed_ms(&t0), kb);
+				rounds, stress_elapsed_ms(&t0), kb);
 			failures++;
 		}
 	}
@@ -110,7 +101,7 @@ int main(void)
 	pthread_join(t, NULL);
 	printf("%lu rounds of set, flush_prefix, get; %lu flush_all in %ld "
 	       "ms\n",
-	       rounds, atomic_load(&flushes_all), elapsed_ms(&t0));
+	       rounds, atomic_load(&flushes_all), stress_elapsed_ms(&t0));
 	cache_sweep_enable(cache, true);
 	cache_reclaim(cache);
 	cache_destroy(cache);

@@ -19,6 +19,7 @@
 
 #include "common/rcu.h"
 #include "server/cache.h"
+#include "stress_time.h"
 
 #define THREADS 8
 
@@ -63,15 +64,6 @@ static void *racer(void *arg)
 	return NULL;
 }
 
-static long elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 static int fail(const char *what, unsigned long round, unsigned long got)
 {
 	fprintf(stderr, "FAIL round %lu: %s: %lu, want 1\n", round, what, got);
@@ -80,8 +72,7 @@ static int fail(const char *what, unsigned long round, unsigned long got)
 
 int main(void)
 {
-	const char *ms_env = getenv("RHKV_STRESS_MS");
-	long budget = ms_env ? atol(ms_env) : 2000;
+	long budget = stress_budget_ms();
 	pthread_t th[THREADS];
 	struct timespec t0;
 	unsigned long round = 0;
@@ -96,7 +87,7 @@ int main(void)
 	for (unsigned int i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, racer, (void *)(uintptr_t)i);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (; rc == 0 && elapsed_ms(&t0) < budget; round++) {
+	for (; rc == 0 && stress_elapsed_ms(&t0) < budget; round++) {
 		key.n = (size_t)snprintf(key_buf, sizeof(key_buf), "k%lu",
 					 round);
 		key.p = key_buf;

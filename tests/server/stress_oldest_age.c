@@ -23,6 +23,7 @@
 
 #include "common/rcu.h"
 #include "server/cache.h"
+#include "stress_time.h"
 
 #define WRITERS 2
 #define KEYS	8 /* per writer, stored and deleted in turn */
@@ -98,19 +99,9 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static long elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 int main(void)
 {
-	const char *env = getenv("RHKV_STRESS_MS");
-	long ms = env ? atol(env) : 2000;
+	long ms = stress_budget_ms();
 	pthread_t t[WRITERS];
 	struct timespec t0;
 
@@ -123,7 +114,7 @@ int main(void)
 	for (unsigned int w = 0; w < WRITERS; w++)
 		pthread_create(&t[w], NULL, writer, (void *)(uintptr_t)w);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (elapsed_ms(&t0) < ms && !atomic_load(&failures)) {
+	while (stress_elapsed_ms(&t0) < ms && !atomic_load(&failures)) {
 		int64_t age = cache_oldest_age(cache);
 
 		/* The cache is younger than this test's time limit. */
@@ -135,7 +126,8 @@ int main(void)
 	for (unsigned int w = 0; w < WRITERS; w++)
 		pthread_join(t[w], NULL);
 	printf("%lu landed sets and deletes, %lu oldest-age walks in %ld ms\n",
-	       atomic_load(&stores), atomic_load(&walks), elapsed_ms(&t0));
+	       atomic_load(&stores), atomic_load(&walks),
+	       stress_elapsed_ms(&t0));
 	cache_reclaim(cache);
 	cache_destroy(cache);
 	rhkv_rcu_unregister_thread();
