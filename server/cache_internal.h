@@ -163,7 +163,8 @@ struct cache {
 
 	/* The eviction logs: new units, and kept ones; evict_lock makes one
 	 * evictor at a time (it owns the carry writer); lock order:
-	 * evict_lock, log_lock, a bucket. */
+	 * evict_lock, log_lock, a bucket; evict_lock, reclaim_lock,
+	 * pool_lock (the evictor reclaims to find its carry a segment). */
 	pthread_mutex_t evict_lock;
 	pthread_mutex_t log_lock;
 	struct seg_log logs[2];
