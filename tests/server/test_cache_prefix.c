@@ -281,7 +281,7 @@ static size_t random_key(unsigned int *seed, char *k)
 struct model {
 	char key[MODEL_KEYS][5];
 	uint8_t len[MODEL_KEYS];
-	char value[MODEL_KEYS][12]; /* "" when absent */
+	char value[MODEL_KEYS][16]; /* "" when absent; "v" and an int */
 	size_t n;
 };
 
