@@ -8,6 +8,8 @@
 #include "proto/meta.h"
 #include "proto/text_line.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MSG_FORMAT  "bad command line format"
@@ -280,6 +282,59 @@ static enum proto_status parse_lru_crawler(const struct line *l,
 	return PROTO_OK;
 }
 
+/* A number as memcached's safe_strtod reads one: strtod's syntax, then
+ * the token's end or a blank; false past a double's range. */
+static bool parse_double(const char *buf, struct proto_span t)
+{
+	char s[PROTO_LINE_MAX + 1];
+	char *end;
+
+	if (t.len > PROTO_LINE_MAX)
+		return false;
+	memcpy(s, buf + t.off, t.len);
+	s[t.len] = '\0';
+	errno = 0;
+	strtod(s, &end);
+	return errno != ERANGE && end != s && (*end == '\0' || is_blank(*end));
+}
+
+/*
+ * slabs automove <level> [noreply], slabs automove ratio <r> [noreply] and
+ * slabs reassign <src> <dst>, as memcached 1.6.18 reads them (rhkvd has no
+ * slab classes: the executor answers them as no-ops). automove's level is
+ * an unsigned number cut to 32 bits (else CLIENT_ERROR), 0, 1 or 2 (else
+ * ERROR); its noreply silences every answer. reassign takes exactly two
+ * signed numbers, cut to 32 bits (else CLIENT_ERROR), and no noreply; any
+ * other form is ERROR.
+ */
+static enum proto_status parse_slabs(const struct line *l,
+				     struct proto_req *req)
+{
+	uint64_t level;
+	int64_t src, dst;
+
+	if (l->ntok == 4 && span_is(l->buf, l->tok[1], "reassign")) {
+		req->arg = l->tok[1];
+		if (!parse_i64(l->buf, l->tok[2], &src) ||
+		    !parse_i64(l->buf, l->tok[3], &dst))
+			return client_error(req, MSG_FORMAT);
+		req->slab_src = (int32_t)(uint32_t)(uint64_t)src;
+		req->slab_dst = (int32_t)(uint32_t)(uint64_t)dst;
+		return PROTO_OK;
+	}
+	if (l->ntok < 3 || !span_is(l->buf, l->tok[1], "automove"))
+		return PROTO_ERROR;
+	req->arg = l->tok[1];
+	req->noreply = last_is_noreply(l);
+	if (span_is(l->buf, l->tok[2], "ratio"))
+		return l->ntok >= 4 && parse_double(l->buf, l->tok[3])
+			       ? PROTO_OK
+			       : PROTO_ERROR;
+	if (!parse_u64(l->buf, l->tok[2], &level))
+		return client_error(req, MSG_FORMAT);
+	return (uint32_t)level <= 2 ? PROTO_OK : PROTO_ERROR;
+}
+
 /* watch [fetchers|mutations|evictions]...: none means fetchers; any other
  * word is ERROR. */
 static enum proto_status parse_watch(const struct line *l,
@@ -375,6 +430,7 @@ static const struct {
 	{ "shutdown", PROTO_CMD_SHUTDOWN },
 	{ "refresh_certs", PROTO_CMD_REFRESH_CERTS },
 	{ "flush_prefix", PROTO_CMD_FLUSH_PREFIX },
+	{ "slabs", PROTO_CMD_SLABS },
 };
 
 /*
@@ -449,6 +505,8 @@ static enum proto_status dispatch(const struct line *l, size_t n,
 		return parse_watch(l, req);
 	case PROTO_CMD_SHUTDOWN:
 		return parse_shutdown(l, req);
+	case PROTO_CMD_SLABS:
+		return parse_slabs(l, req);
 	case PROTO_CMD_REFRESH_CERTS:
 		/* memcached's: anything after it is ignored, but noreply. */
 		req->noreply = l->ntok > 1 && last_is_noreply(l);

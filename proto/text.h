@@ -54,6 +54,9 @@ enum proto_cmd {
 	PROTO_CMD_SHUTDOWN,
 	PROTO_CMD_REFRESH_CERTS, /* [noreply]: reload the TLS certificate */
 	PROTO_CMD_FLUSH_PREFIX,	 /* <prefix> [noreply]: key holds it */
+	/* memcached's slab tuning: automove <level> [noreply], automove
+	 * ratio <r>, reassign <src> <dst>; arg holds the sub-command */
+	PROTO_CMD_SLABS,
 };
 
 /* What `watch` streams (req->flags): memcached's words for them. */
@@ -69,7 +72,8 @@ enum proto_status {
 	/* Unknown command, or a known one with a wrong number of tokens:
 	 * reply "ERROR\r\n", consume req->len bytes (the line only: a
 	 * storage command's data block is then parsed as commands). Silent
-	 * when req->noreply (only cache_memlimit's bad number sets it). */
+	 * when req->noreply (only cache_memlimit's bad number and slabs
+	 * automove set it). */
 	PROTO_ERROR,
 	/* Reply "CLIENT_ERROR <req->error>\r\n", consume req->len bytes:
 	 * the line only, except "bad data chunk" (line, <bytes> + 2). */
@@ -137,12 +141,13 @@ struct proto_req {
 	 * token to the end of the last one ("" when none), e.g. "on" in
 	 * "stats detail on", "all" in "lru_crawler metadump all". */
 	struct proto_span args;
-	uint64_t cursor;	 /* scan */
-	uint32_t count;		 /* scan: 1..PROTO_SCAN_COUNT_MAX */
-	bool has_match;		 /* scan */
-	struct proto_span match; /* scan: the glob */
-	const char *error;	 /* PROTO_CLIENT_ERROR: the message */
-	uint64_t swallow;	 /* PROTO_TOO_LARGE: bytes to discard */
+	uint64_t cursor;	    /* scan */
+	int32_t slab_src, slab_dst; /* slabs reassign: the classes */
+	uint32_t count;		    /* scan: 1..PROTO_SCAN_COUNT_MAX */
+	bool has_match;		    /* scan */
+	struct proto_span match;    /* scan: the glob */
+	const char *error;	    /* PROTO_CLIENT_ERROR: the message */
+	uint64_t swallow;	    /* PROTO_TOO_LARGE: bytes to discard */
 	/* PROTO_NEED_MORE of a storage command whose line is whole and
 	 * valid: only its data block is missing. Every field is set as for
 	 * PROTO_OK, len being the whole request's (line, data, "\r\n"), so

@@ -384,6 +384,7 @@ void cache_get_stats(struct cache *c, struct cache_stats *st, bool chain)
 	st->segments = load_ul(&c->seg_resident);
 	st->segments_free = load_ul(&c->pooled);
 	st->large_bytes = nonneg(cache__load64(&c->large));
+	st->large_pages = nonneg(cache__load64(&c->large_pages));
 	st->carried = load_ul(&c->carried);
 	st->passed_over = load_ul(&c->segs_requeued);
 	st->segments_freed_empty = load_ul(&c->segs_freed_dead);

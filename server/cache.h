@@ -605,6 +605,7 @@ struct cache_stats {
 	unsigned long segments;	     /* resident */
 	unsigned long segments_free; /* of those, pooled */
 	uint64_t large_bytes;	     /* large items, linked or retiring */
+	uint64_t large_pages;	     /* the same, each in whole 4 KiB pages */
 	unsigned long carried;	     /* items eviction copied forward */
 	unsigned long passed_over;   /* units eviction put back whole */
 	unsigned long segments_freed_empty; /* freed before eviction */

@@ -130,11 +130,15 @@ struct cache {
 	_Atomic uint64_t limit;
 	uint64_t limit_max; /* the most the arena holds (cache_limit_max) */
 	_Atomic int64_t mem;
-	_Atomic int64_t live;	    /* linked items: segment bytes, or the
+	_Atomic int64_t live;	   /* linked items: segment bytes, or the
 				      footprint of a large one */
-	_Atomic int64_t item_data;  /* linked items, item_size() */
-	_Atomic int64_t retired;    /* units retiring (grace period) */
-	_Atomic int64_t large;	    /* large items' allocations */
+	_Atomic int64_t item_data; /* linked items, item_size() */
+	_Atomic int64_t retired;   /* units retiring (grace period) */
+	_Atomic int64_t large;	   /* large items' allocations */
+	/* The same, each rounded up to whole 4 KiB pages: what
+	 * `stats slabs` shows, steady while items replace others of about
+	 * their size, as memcached's slab pages are. */
+	_Atomic int64_t large_pages;
 	_Atomic int64_t large_live; /* of live: large items */
 
 	/* The arena: one mapping of nsegs segments of seg_size bytes. */

@@ -16,6 +16,7 @@
 #define RHKV_MALLOC_CHUNK_HEADER sizeof(size_t)
 #endif
 
+#define CACHE_PAGE     4096u	  /* large_pages' unit */
 #define SEG_MAX	       (1u << 20) /* segment size for limits of 128 MiB up */
 #define SEG_MIN	       (16u << 10)
 #define SEGS_PER_LIMIT 128   /* smaller limits: smaller segments */
@@ -273,6 +274,16 @@ unsigned long cache__pool_trim_idle(struct cache *c, unsigned long keep)
 	return n;
 }
 
+/* A large item's allocation into (sign 1) or out of (-1) the totals. */
+static void large_count(struct cache *c, const struct large_item *l, int sign)
+{
+	int64_t pages = (int64_t)((l->footprint + CACHE_PAGE - 1) / CACHE_PAGE *
+				  CACHE_PAGE);
+
+	cache__add64(&c->large, sign * (int64_t)l->footprint);
+	cache__add64(&c->large_pages, sign * pages);
+}
+
 /* A unit past its grace period: a segment is free, a large item's
  * allocation goes once no reply holds it. */
 static void unit_reclaimed(struct cache *c, struct seg *s)
@@ -281,7 +292,7 @@ static void unit_reclaimed(struct cache *c, struct seg *s)
 		struct large_item *l = (struct large_item *)s;
 
 		cache__add64(&c->retired, -(int64_t)l->footprint);
-		cache__add64(&c->large, -(int64_t)l->footprint);
+		large_count(c, l, -1);
 		cache__add64(&c->mem, -(int64_t)l->footprint);
 		item_put((struct item *)(l + 1));
 	} else {
@@ -388,8 +399,8 @@ struct item *cache__large_alloc(struct cache *c, size_t size, uint32_t nbytes,
 		*need = (struct cache_room){ (int64_t)fp, false };
 		return NULL;
 	}
-	cache__add64(&c->large, (int64_t)fp);
 	l->footprint = fp;
+	large_count(c, l, 1);
 	atomic_init(&l->refs, 1);
 	l->nbytes = nbytes;
 	l->seg.base = (char *)(l + 1);
@@ -458,7 +469,7 @@ void cache__item_discard(struct cache *c, unsigned int thread, struct item *it)
 	if (cache__item_is_large(it)) {
 		struct large_item *l = cache__large_of(it);
 
-		cache__add64(&c->large, -(int64_t)l->footprint);
+		large_count(c, l, -1);
 		cache__add64(&c->mem, -(int64_t)l->footprint);
 		large_free(l);
 		return;

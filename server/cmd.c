@@ -451,6 +451,12 @@ static void exec_lru_crawler(struct conn *c, const struct request *r)
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
+	if (c->batch_ran) {
+		REPLY(c)->status(c, r, REPLY_ERROR,
+				 "ERROR cannot pipeline other commands before "
+				 "metadump");
+		return;
+	}
 	if (!metadump_wants_items(r->args)) {
 		REPLY(c)->dump_end(c, r);
 		return;
@@ -463,7 +469,11 @@ static void exec_lru_crawler(struct conn *c, const struct request *r)
 /* watch: the connection becomes a log stream (watch.h). */
 static void exec_watch(struct conn *c, const struct request *r)
 {
-	if (!watch_start(c, r->flags))
+	if (c->batch_ran)
+		REPLY(c)->status(c, r, REPLY_ERROR,
+				 "ERROR cannot pipeline other commands before "
+				 "watch");
+	else if (!watch_start(c, r->flags))
 		REPLY(c)->status(c, r, REPLY_SERVER_ERROR, "too many watchers");
 	else
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
@@ -587,6 +597,37 @@ static void exec_refresh_certs(struct conn *c, const struct request *r)
 	say(c, r, REPLY_ERROR, msg);
 }
 
+/* A class id `stats slabs` could name: 1, which holds every item, or 0,
+ * memcached's pool of free pages. */
+static bool slab_class_known(int32_t id)
+{
+	return id == 0 || id == 1;
+}
+
+/*
+ * slabs automove and slabs reassign, memcached's slab tuning: rhkvd has no
+ * slab classes to balance (every item shows in class 1, docs/stats.md), so
+ * both change nothing and answer in memcached's words. automove: OK.
+ * reassign: as memcached answers when no class has a page to spare (SAME
+ * and BADCLASS checked first, as it does).
+ */
+static void exec_slabs(struct conn *c, const struct request *r)
+{
+	const char *msg = "NOSPARE source class has no spare pages";
+
+	if (is_word(r->arg, "automove")) {
+		say(c, r, REPLY_OK, NULL);
+		return;
+	}
+	if (r->slab_src == r->slab_dst)
+		msg = "SAME src and dst class are identical";
+	else if (!slab_class_known(r->slab_src) ||
+		 !slab_class_known(r->slab_dst))
+		msg = "BADCLASS invalid src or dst class id";
+	/* REPLY_ERROR with a message prints the message alone. */
+	say(c, r, REPLY_ERROR, msg);
+}
+
 static void exec_quit(struct conn *c, const struct request *r)
 {
 	REPLY(c)->status(c, r, REPLY_BYE, NULL);
@@ -633,6 +674,7 @@ static const struct {
 	[REQ_LRU_CRAWLER] = { exec_lru_crawler, LAT_scan },
 	[REQ_WATCH] = { exec_watch, LAT_other },
 	[REQ_REFRESH_CERTS] = { exec_refresh_certs, LAT_other },
+	[REQ_SLABS] = { exec_slabs, LAT_other },
 	[REQ_MGET] = { cmd_mget, LAT_get },
 	[REQ_MSET] = { cmd_mset, LAT_set },
 	[REQ_MDELETE] = { cmd_mdelete, LAT_delete },

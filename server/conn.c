@@ -136,8 +136,9 @@ bool conn_admit(struct server *srv, int fd, const struct sockaddr *sa)
 
 const char *const conn_state_name[] = {
 	[CONN_NEW_CMD] = "conn_new_cmd", [CONN_READ] = "conn_read",
-	[CONN_SWALLOW] = "conn_swallow", [CONN_MWRITE] = "conn_mwrite",
-	[CONN_CLOSING] = "conn_closing", [CONN_WATCH] = "conn_watch",
+	[CONN_NREAD] = "conn_nread",	 [CONN_SWALLOW] = "conn_swallow",
+	[CONN_MWRITE] = "conn_mwrite",	 [CONN_CLOSING] = "conn_closing",
+	[CONN_WATCH] = "conn_watch",
 };
 
 /* Only the owning thread writes last_active (`stats conns` reads it from
@@ -155,8 +156,10 @@ static void publish_state(struct conn *c)
 		     : c->watch			       ? CONN_WATCH
 		     : c->swallow		       ? CONN_SWALLOW
 		     : evbuffer_get_length(c->out)     ? CONN_MWRITE
-		     : c->rlen			       ? CONN_READ
-						       : CONN_NEW_CMD;
+		     : landing(c) || (c->rlen && c->text_value_pending)
+			     ? CONN_NREAD
+		     : c->rlen ? CONN_READ
+			       : CONN_NEW_CMD;
 
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != st)
 		atomic_store_explicit(&c->state, st, memory_order_relaxed);
@@ -295,6 +298,14 @@ static bool allowed_before_auth(const struct request *r)
 	       r->cmd == REQ_QUIT;
 }
 
+/* Whether memcached writes out its pending replies after this request:
+ * after a classic get's END, and after mn. */
+static bool flushes_pipeline(const struct request *r)
+{
+	return r->cmd == REQ_GET || r->cmd == REQ_GETS || r->cmd == REQ_GAT ||
+	       r->cmd == REQ_GATS || r->cmd == REQ_MNOOP;
+}
+
 /* Acts on one decoded request (or a decoder's refusal). */
 static void dispatch(struct conn *c, enum decode_status st,
 		     const struct request *r, uint64_t *t0)
@@ -313,15 +324,18 @@ static void dispatch(struct conn *c, enum decode_status st,
 		t1 = latency_now_ns();
 		latency_record(&c->w->lat[cmd_latency_class(r)], t1 - *t0);
 		*t0 = t1;
+		c->batch_ran = flushes_pipeline(r) ? 0 : c->batch_ran + 1;
 		return;
 	case DECODE_REJECT:
 		if (!r->noreply)
 			ops->status(c, r, r->status, r->message);
 		c->swallow = r->swallow;
+		c->batch_ran++;
 		return;
 	case DECODE_TOO_LARGE:
 		cmd_too_large(c, r);
 		c->swallow = r->swallow;
+		c->batch_ran++;
 		return;
 	case DECODE_CLOSE:
 		if (r->status != REPLY_NONE)
@@ -351,6 +365,7 @@ static size_t run_batch(struct conn *c)
 	uint64_t t0 = latency_now_ns();
 	size_t off = 0;
 
+	c->batch_ran = 0;
 	while (off < c->rlen && !c->close_when_done && !c->broken &&
 	       !c->watch && !c->dumping && !held(c, hwm)) {
 		const char *buf = c->rbuf + off;
@@ -963,6 +978,7 @@ void conn_tick(struct conn *c, int64_t now)
 	    now - atomic_load_explicit(&c->last_active, memory_order_relaxed) >=
 		    cfg->idle_timeout) {
 		log_debug("closing idle connection %d", c->fd);
+		STAT_INC(&c->w->stats, idle_kicks);
 		conn_close(c);
 		return;
 	}

@@ -70,7 +70,16 @@ struct conn {
 	int64_t over_since;
 	size_t reply_start;	  /* output bytes before the running request */
 	uint32_t text_no_newline; /* the text decoder's hint (proto_text.c) */
-	struct watcher *watch;	  /* `watch`: a log stream now (watch.h) */
+	/* The text decoder's too: the request at the start of the input is
+	 * a storage command whose line is here and whose value is not yet
+	 * (`stats conns` says conn_nread). */
+	bool text_value_pending;
+	struct watcher *watch; /* `watch`: a log stream now (watch.h) */
+	/* Requests run in this pass of the batch loop whose replies would
+	 * still be in memcached's pipeline: a get or an mn sends them there,
+	 * so they start the count again. metadump and watch refuse to follow
+	 * any (cmd.c), as memcached's do. */
+	uint32_t batch_ran;
 	/* lru_crawler metadump in progress: written a batch at a time while
 	 * the output is below --output-limit (cmd_continue). */
 	bool dumping;
@@ -85,6 +94,7 @@ struct conn {
 enum conn_state {
 	CONN_NEW_CMD, /* idle: waiting for a request */
 	CONN_READ,    /* part of a request has arrived */
+	CONN_NREAD,   /* a storage request's line has, its value is arriving */
 	CONN_SWALLOW, /* discarding a too-large value */
 	CONN_MWRITE,  /* replies wait for the socket to drain */
 	CONN_CLOSING, /* closing once the output is written */

@@ -75,6 +75,7 @@ static const enum req_cmd cmd_of[] = {
 	[PROTO_CMD_SHUTDOWN] = REQ_SHUTDOWN,
 	[PROTO_CMD_REFRESH_CERTS] = REQ_REFRESH_CERTS,
 	[PROTO_CMD_FLUSH_PREFIX] = REQ_FLUSH_PREFIX,
+	[PROTO_CMD_SLABS] = REQ_SLABS,
 };
 
 static struct cache_key span(const char *buf, struct proto_span s)
@@ -116,6 +117,8 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 	r->memlimit = q->memlimit;
 	r->cursor = q->cursor;
 	r->count = q->count;
+	r->slab_src = q->slab_src;
+	r->slab_dst = q->slab_dst;
 	r->match = q->has_match ? span(buf, q->match)
 				: (struct cache_key){ NULL, 0 };
 	r->arg = span(buf, q->arg);
@@ -226,6 +229,7 @@ static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
 	enum proto_status st = proto_meta_parse(buf, n, lim, &m);
 
 	c->text_no_newline = st == PROTO_NEED_MORE ? m.no_newline : 0;
+	c->text_value_pending = st == PROTO_NEED_MORE && m.data_pending;
 	switch (st) {
 	case PROTO_NEED_MORE:
 		if (!value_lands(c, m.data_pending, m.nbytes))
@@ -302,6 +306,7 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 		return decode_meta(c, buf, n, slot, &lim, r);
 	st = proto_text_parse(buf, n, &lim, &q);
 	c->text_no_newline = st == PROTO_NEED_MORE ? q.no_newline : 0;
+	c->text_value_pending = st == PROTO_NEED_MORE && q.data_pending;
 	switch (st) {
 	case PROTO_NEED_MORE:
 		if (!value_lands(c, q.data_pending, q.nbytes))

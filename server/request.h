@@ -50,6 +50,7 @@ enum req_cmd {
 	REQ_WATCH,	   /* text only */
 	REQ_REFRESH_CERTS, /* text only: reload the TLS certificate */
 	REQ_FLUSH_PREFIX,  /* key: the prefix (cache_flush_prefix) */
+	REQ_SLABS,	   /* text only: slabs automove|reassign, no-ops */
 	/* memcached's meta commands (r->meta says how): get, set, delete,
 	 * arithmetic, and the item's debug line. The text protocol spells
 	 * them mg, ms, md, ma, me; rhkv's msgpack protocol has its own ops. */
@@ -168,9 +169,10 @@ struct request {
 	uint32_t memlimit;	     /* cache_memlimit, MiB */
 	uint64_t cursor;	     /* scan */
 	uint32_t count;		     /* scan */
+	int32_t slab_src, slab_dst;  /* slabs reassign */
 	struct cache_key match;	     /* scan: a glob, {NULL, 0} for none */
 	struct cache_key arg;	     /* stats: the group; auth: the password;
-				   lru_crawler: the subcommand */
+				   lru_crawler, slabs: the subcommand */
 	struct cache_key args;	     /* stats, lru_crawler: what follows arg */
 	const struct req_meta *meta; /* REQ_M*: the decoder's */
 	/* A decoder's refusal (DECODE_REJECT, DECODE_CLOSE): what to say. */

@@ -86,6 +86,7 @@ void server_reset_stats(struct server *srv)
 	atomic_store(&srv->total_conns, 0);
 	atomic_store(&srv->rejected_conns, 0);
 	pthread_mutex_unlock(&srv->stats_lock);
+	stats_detail_reset(srv);
 }
 
 void stats__put_u(const struct stats_sink *k, enum stats_kind kind,
@@ -351,12 +352,30 @@ struct settings_ctx {
 	const struct stats_sink *k;
 	uint64_t maxbytes; /* the cache's limit now */
 	bool sweep;	   /* lru_crawler enable/disable */
+	int verify;	   /* --tls-verify as OpenSSL's flags */
 };
+
+/* TLS settings in memcached's spelling: the verify mode as the OpenSSL
+ * flags it sets (none 0, optional 1, require 3), the lowest version as
+ * "tlsv1.2". Returns the value to show: value, or buf. */
+static const char *tls_setting(const struct settings_ctx *x, const char *name,
+			       const char *value, char *buf, size_t len)
+{
+	if (!strcmp(name, "ssl_verify_mode")) {
+		snprintf(buf, len, "%d", x->verify);
+		return buf;
+	}
+	if (!strcmp(name, "ssl_min_version") && strncmp(value, "tlsv", 4)) {
+		snprintf(buf, len, "tlsv%s", value);
+		return buf;
+	}
+	return value;
+}
 
 static void settings_entry(const char *name, const char *value, void *arg)
 {
 	const struct settings_ctx *x = arg;
-	char buf[24];
+	char buf[24], tls[64];
 
 	/* -m at start; cache_memlimit changes it since. */
 	if (!strcmp(name, "maxbytes")) {
@@ -365,19 +384,39 @@ static void settings_entry(const char *name, const char *value, void *arg)
 	}
 	if (!strcmp(name, "lru_crawler"))
 		value = x->sweep ? "yes" : "no";
+	value = tls_setting(x, name, value, tls, sizeof(tls));
 	stats__put_text(x->k, name, NULL, value);
+	/* memcached's name for it, too. */
+	if (!strcmp(name, "ssl_ktls"))
+		stats__put_text(x->k, "ssl_kernel_tls", NULL, value);
+}
+
+/* memcached's TLS settings that no option sets in rhkvd: keys are read as
+ * PEM (OpenSSL's SSL_FILETYPE_PEM, 1), plaintext goes to OpenSSL
+ * TLS_WRITE_CHUNK bytes at a time, and TLS 1.2 sessions are cached on the
+ * server (tls.c) besides the tickets. */
+static void tls_fixed_settings(const struct stats_sink *k)
+{
+	char wbuf[24];
+
+	snprintf(wbuf, sizeof(wbuf), "%d", TLS_WRITE_CHUNK);
+	stats__put_text(k, "ssl_keyformat", NULL, "1");
+	stats__put_text(k, "ssl_wbuf_size", NULL, wbuf);
+	stats__put_text(k, "ssl_session_cache", NULL, "yes");
 }
 
 static void stats_settings(struct server *srv, const struct stats_sink *k)
 {
 	struct cache_stats cs;
-	struct settings_ctx x = { k, 0, true };
+	struct settings_ctx x = { k, 0, true, 0 };
 	char cap[24];
 
 	cache_get_stats(srv->cache, &cs, false);
 	x.maxbytes = cs.limit;
 	x.sweep = cache_sweep_enabled(srv->cache);
+	x.verify = tls_verify_flags(&srv->cfg);
 	config_each(&srv->cfg, settings_entry, &x);
+	tls_fixed_settings(k);
 	/* Not options: the most cache_memlimit can set (what the arena
 	 * holds); `stats detail` switches counting at run time. */
 	snprintf(cap, sizeof(cap), "%" PRIu64, cache_limit_max(srv->cache));
@@ -529,14 +568,25 @@ static void stats_items(struct server *srv, const struct stats_sink *k)
 static void stats_slabs(struct server *srv, const struct stats_sink *k)
 {
 	struct cache_stats cs;
+	unsigned long in_use;
 
 	put_item_class(srv, k, true);
 	cache_get_stats(srv->cache, &cs, false);
 	stats__put_u(k, STATS_GAUGE, "active_slabs",
 		     "Classes holding items: 1, or 0 when the cache is empty",
 		     cs.curr_items ? 1 : 0);
+	/* Memory allocated for items, as memcached counts the slab pages it
+	 * holds: segments in use (pooled empty ones are not) and large
+	 * items' allocations in whole pages. It does not move when items
+	 * replace others of about their size; cs.bytes, the items as
+	 * placed, does. The two segment counts are read apart: never below
+	 * zero. */
+	in_use = cs.segments > cs.segments_free ? cs.segments - cs.segments_free
+						: 0;
 	stats__put_u(k, STATS_GAUGE, "total_malloced",
-		     "Bytes of the items in the cache, as placed", cs.bytes);
+		     "Bytes allocated for items: segments in use and large "
+		     "items' allocations, in whole pages",
+		     (uint64_t)in_use * cs.segment_size + cs.large_pages);
 }
 
 /* memcached's item size histogram is off unless started with it; rhkvd

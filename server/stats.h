@@ -63,6 +63,7 @@
 	X(total_items, COUNTER, "Items stored (successful storage commands)") \
 	X(auth_errors, COUNTER,                                               \
 	  "Authentication attempts with a wrong password")                    \
+	X(idle_kicks, COUNTER, "Connections closed by --idle-timeout")        \
 	X(conn_yields, COUNTER,                                               \
 	  "Times a connection stopped executing its pipelined requests "      \
 	  "until its replies drained (output past --output-limit)")           \
@@ -179,6 +180,9 @@ void stats_detail_enable(struct server *srv, bool on);
  * unless detail is on. Any thread. */
 void stats_detail_record(struct server *srv, const char *key, size_t n,
 			 enum stats_detail_op op, bool hit);
+/* Forgets every prefix and its counts (`stats reset`); counting stays on
+ * or off. Any thread. */
+void stats_detail_reset(struct server *srv);
 /* Frees the counts (at shutdown). */
 void stats_detail_free(struct server *srv);
 /* `stats detail dump`'s entries (stats_emit calls it). */
@@ -207,7 +211,8 @@ void server_sum_stats(struct server *srv, struct stats_sum *sum);
 /* Merges every worker's histograms for each class, minus the last reset. */
 void server_sum_latency(struct server *srv,
 			struct latency_snapshot out[LAT_NCLASSES]);
-/* `stats reset`: counters, connection totals and histograms start over. */
+/* `stats reset`: counters, connection totals and histograms start over;
+ * `stats detail`'s prefixes are forgotten. */
 void server_reset_stats(struct server *srv);
 
 #endif

@@ -8,8 +8,9 @@
  * a command pays one relaxed load (server_detail). While on, one mutex
  * guards the table (memcached takes one global lock too): `stats detail`
  * is a debugging aid, not a production path. The table is allocated the
- * first time counting is turned on and kept, with its counts, until
- * shutdown; `stats detail off` only stops counting.
+ * first time counting is turned on and kept until shutdown; `stats
+ * detail off` only stops counting, `stats reset` forgets every prefix (as
+ * memcached's does).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -73,6 +74,20 @@ void stats_detail_free(struct server *srv)
 		free(d->order[i]);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
+}
+
+void stats_detail_reset(struct server *srv)
+{
+	struct stats_detail *d = detail_of(srv);
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	for (unsigned int i = 0; i < d->count; i++)
+		free(d->order[i]);
+	d->count = 0;
+	memset(d->slot, 0, sizeof(d->slot));
+	pthread_mutex_unlock(&d->lock);
 }
 
 /* FNV-1a: the table is small and its keys are the client's own. */

@@ -30,7 +30,7 @@ static const char *why(char *buf, size_t n, const char *doing, const char *file)
 	return buf;
 }
 
-static int verify_mode(const struct config *cfg)
+int tls_verify_flags(const struct config *cfg)
 {
 	if (strcmp(cfg->tls_verify, "require") == 0)
 		return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
@@ -105,7 +105,7 @@ static SSL_CTX *build(const struct config *cfg, char *buf, size_t n,
 		}
 		SSL_CTX_set_client_CA_list(ctx, names);
 	}
-	SSL_CTX_set_verify(ctx, verify_mode(cfg), NULL);
+	SSL_CTX_set_verify(ctx, tls_verify_flags(cfg), NULL);
 	/* Resumption: TLS 1.3 and 1.2 tickets (stateless), and a session
 	 * cache for 1.2 clients without tickets; the id context makes
 	 * resumption work with client certificates too. */

@@ -25,6 +25,10 @@
 struct config;
 struct server;
 
+/* Plaintext handed to OpenSSL per write call: up to one full record
+ * (`stats settings` shows it as memcached's ssl_wbuf_size). */
+#define TLS_WRITE_CHUNK 16384
+
 struct tls {
 	pthread_mutex_t lock; /* guards ctx */
 	SSL_CTX *ctx;
@@ -38,6 +42,10 @@ void tls_destroy(struct tls *t);
 
 /* The current context with a reference the caller drops (SSL_CTX_free). */
 SSL_CTX *tls_ctx_get(struct tls *t);
+
+/* The OpenSSL verify flags --tls-verify asks for (SSL_VERIFY_*): what
+ * `stats settings` shows as ssl_verify_mode, the number memcached shows. */
+int tls_verify_flags(const struct config *cfg);
 
 /* Loads the files again. NULL on success, else why not (the old context
  * stays in use); the text is the caller's thread's until its next call. */

@@ -41,8 +41,6 @@ static int64_t monotonic_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Plaintext handed to OpenSSL per write call: up to one full record. */
-#define TLS_WRITE_CHUNK 16384
 /* A handshake waits at most this long (or half its timeout) behind
  * established connections before it joins their priority. */
 #define PROMOTE_MS 1000

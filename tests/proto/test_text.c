@@ -232,6 +232,35 @@ static const struct status_case cases[] = {
 	ERR("cache_memlimit x\r\n"),
 	ERR("cache_memlimit -1\r\n"),
 	ERRNR("cache_memlimit x noreply\r\n"), /* -> nothing */
+	/* slabs: memcached's slab tuning (the executor answers, no-ops) */
+	ERR("slabs\r\n"),
+	ERR("slabs foo\r\n"),
+	ERR("slabs HTTP/1.1\r\n"),
+	ERR("slabs automove\r\n"),
+	OK("slabs automove 0\r\n"),
+	OK("slabs automove 2\r\n"),
+	OK("slabs automove +1\r\n"),
+	OK("slabs automove -0\r\n"),
+	OK("slabs automove 1 2\r\n"),
+	OK("slabs automove 4294967297\r\n"), /* cut to 32 bits: 1 */
+	OKNR("slabs automove 1 noreply\r\n"),
+	ERR("slabs automove 3\r\n"),
+	ERRNR("slabs automove 3 noreply\r\n"), /* -> nothing */
+	CERR("slabs automove x\r\n", FMT),
+	CERR("slabs automove -1\r\n", FMT),
+	CERR("slabs automove 0x1\r\n", FMT),
+	CERRNR("slabs automove x noreply\r\n", FMT), /* -> nothing */
+	OK("slabs automove ratio 0.5\r\n"),
+	OK("slabs automove ratio 1e-3\r\n"),
+	ERR("slabs automove ratio\r\n"),
+	ERR("slabs automove ratio x\r\n"),
+	ERR("slabs automove ratio 1e999\r\n"),
+	OK("slabs reassign 1 2\r\n"),
+	OK("slabs reassign -1 4294967297\r\n"),
+	CERR("slabs reassign 1 x\r\n", FMT),
+	CERR("slabs reassign 99999999999999999999 1\r\n", FMT),
+	ERR("slabs reassign 1\r\n"),
+	ERR("slabs reassign 1 2 noreply\r\n"),
 	/* shutdown: the executor answers (not enabled, or a bad mode) */
 	OK("shutdown\r\n"),
 	OK("shutdown graceful\r\n"),
@@ -757,6 +786,24 @@ Test(text_misc, shutdown_and_memlimit_fields)
 	cr_expect_eq(req.arg.len, 0);
 	cr_assert_eq(PARSE(mem, &req), PROTO_OK);
 	cr_expect(req.memlimit == 4096 && req.noreply);
+}
+
+/* slabs reassign's classes, cut to 32 bits as memcached reads them. */
+Test(text_misc, slabs_fields)
+{
+	static const char reassign[] = "slabs reassign -1 4294967298\r\n";
+	static const char automove[] = "slabs automove 2 noreply\r\n";
+	struct proto_req req;
+
+	cr_assert_eq(PARSE(reassign, &req), PROTO_OK);
+	cr_expect_eq(req.cmd, PROTO_CMD_SLABS);
+	cr_expect(span_eq(reassign, req.arg, "reassign"));
+	cr_expect_eq(req.slab_src, -1);
+	cr_expect_eq(req.slab_dst, 2);
+	cr_expect(!req.noreply);
+	cr_assert_eq(PARSE(automove, &req), PROTO_OK);
+	cr_expect(span_eq(automove, req.arg, "automove"));
+	cr_expect(req.noreply);
 }
 
 Test(text_misc, stats_args)

@@ -195,6 +195,27 @@ Test(stats_groups, general_values)
 	cr_expect_eq(stat_u(&s, "get_misses"), 1);
 }
 
+/* A connection --idle-timeout closes counts in idle_kicks (memcached's
+ * -o idle_timeout). */
+Test(stats_groups, idle_kicks)
+{
+	static const char *const rh[] = { "--idle-timeout", "1", NULL };
+	static const char *const mc[] = { "-o", "idle_timeout=1", NULL };
+	struct hconn *idle;
+	struct hstats s;
+
+	cr_assert_eq(srv_start(&srv, is_memcached() ? mc : rh), 0);
+	idle = hc_open(srv.port);
+	cr_assert_not_null(idle);
+	SYNC(idle, &srv);
+	cr_assert_eq(hc_closed(idle, H_TIMEOUT_MS), 1, "not closed when idle");
+	hc_close(&idle);
+	c = hc_open(srv.port);
+	cr_assert_not_null(c);
+	read_stats("", &s);
+	cr_expect_eq(stat_u(&s, "idle_kicks"), 1);
+}
+
 Test(stats_groups, settings_names)
 {
 	static const char *const names[] = {
@@ -239,6 +260,42 @@ Test(stats_groups, settings_names)
 	cr_expect_str_eq(hstats_get(&s, "detail_enabled"), "no");
 	cr_expect_str_eq(hstats_get(&s, "evictions"), "on");
 	cr_expect_str_eq(hstats_get(&s, "cas_enabled"), "yes");
+	if (is_memcached())
+		return; /* Debian's shows its TLS settings only with -Z */
+	/* memcached's spelling: OpenSSL's verify flags, "tlsv1.2". */
+	cr_expect_str_eq(hstats_get(&s, "ssl_verify_mode"), "0");
+	cr_expect_str_eq(hstats_get(&s, "ssl_min_version"), "tlsv1.2");
+	cr_expect_str_eq(hstats_get(&s, "ssl_keyformat"), "1");
+	cr_expect_str_eq(hstats_get(&s, "ssl_wbuf_size"), "16384");
+	cr_expect_str_eq(hstats_get(&s, "ssl_kernel_tls"), "no");
+}
+
+/* --tls-verify and --tls-min-version as memcached shows its ssl_verify_mode
+ * 1 and 2 (OpenSSL's flags) and ssl_min_version 3 (without --tls-port
+ * they are only shown). */
+Test(stats_groups, settings_tls_spelling)
+{
+	static const char *const optional[] = { "--tls-verify", "optional",
+						NULL };
+	static const char *const require[] = { "--tls-verify", "require",
+					       "--tls-min-version", "1.3",
+					       NULL };
+	struct hstats s;
+
+	if (is_memcached() || h_tls())
+		cr_skip_test("rhkvd's options, without its TLS listener");
+	cr_assert_eq(srv_start(&srv, optional), 0);
+	c = hc_open(srv.port);
+	cr_assert_not_null(c);
+	read_stats("settings", &s);
+	cr_expect_str_eq(hstats_get(&s, "ssl_verify_mode"), "1");
+	STOP_RHKVD(&srv, &c);
+	cr_assert_eq(srv_start(&srv, require), 0);
+	c = hc_open(srv.port);
+	cr_assert_not_null(c);
+	read_stats("settings", &s);
+	cr_expect_str_eq(hstats_get(&s, "ssl_verify_mode"), "3");
+	cr_expect_str_eq(hstats_get(&s, "ssl_min_version"), "tlsv1.3");
 }
 
 Test(stats_groups, items_and_slabs)
@@ -293,6 +350,54 @@ Test(stats_groups, items_and_slabs)
 		cr_expect_eq(stat_u(&s, "1:free_chunks"), 0);
 	}
 	RT(c, "stats sizes\r\n", "STAT sizes_status disabled\r\nEND\r\n");
+}
+
+/* Stores n values of 65 KiB under "<prefix><i>" for i in [from, from+n). */
+static void set_big(const char *prefix, int from, int n)
+{
+	static char value[66560];
+
+	memset(value, 'B', sizeof(value));
+	for (int i = from; i < from + n; i++) {
+		cr_assert_eq(hc_sendf(c, "set %s%d 0 0 %zu\r\n", prefix, i,
+				      sizeof(value)),
+			     0);
+		SEND_N(c, value, sizeof(value));
+		RT(c, "\r\n", "STORED\r\n");
+	}
+}
+
+/* total_malloced is the memory held for items, as memcached's slab pages:
+ * ten 65 KiB items replaced by ten of about their size (keys a byte
+ * longer) leave it where it was, once the old ones are freed. */
+Test(stats_groups, total_malloced_steady)
+{
+	unsigned long long first, now = 0;
+	long long deadline;
+	struct hstats s;
+	char line[64];
+
+	start();
+	set_big("key", 0, 10);
+	read_stats("slabs", &s);
+	first = stat_u(&s, "total_malloced");
+	cr_assert_geq(first, 10 * 66560ull);
+	for (int i = 0; i < 10; i++) {
+		snprintf(line, sizeof(line), "delete key%d\r\n", i);
+		SEND_N(c, line, strlen(line));
+		EXPECT(c, "DELETED\r\n");
+	}
+	set_big("key", 10, 10);
+	/* rhkvd frees a removed item's memory after a grace period. */
+	deadline = h_now_ms() + H_TIMEOUT_MS;
+	do {
+		read_stats("slabs", &s);
+		now = stat_u(&s, "total_malloced");
+		if (now == first)
+			break;
+		h_sleep_ms(50);
+	} while (h_now_ms() < deadline);
+	cr_expect_eq(now, first, "total_malloced %llu, then %llu", first, now);
 }
 
 /* items:1:age: seconds since the oldest item was stored, to a second. */
@@ -389,6 +494,22 @@ Test(stats_groups, conns)
 	expect_state(&s, name, "conn_new_cmd");
 	snprintf(name, sizeof(name), "%d:secs_since_last_cmd", other);
 	cr_expect_lt(stat_u(&s, name), 5);
+	/* A set whose value has not come: conn_nread, as memcached says,
+	 * once the server has read its line. */
+	SEND(idle, "set foo 0 0 6\r\n");
+	snprintf(name, sizeof(name), "%d:state", other);
+	for (long long end = h_now_ms() + H_TIMEOUT_MS; h_now_ms() < end;
+	     h_sleep_ms(20)) {
+		const char *v;
+
+		read_stats("conns", &s);
+		v = hstats_get(&s, name);
+		if (v && !strcmp(v, "conn_nread"))
+			break;
+	}
+	cr_assert_not_null(hstats_get(&s, name));
+	cr_expect_str_eq(hstats_get(&s, name), "conn_nread");
+	RT(idle, "fooval\r\n", "STORED\r\n");
 	/* The listening socket. */
 	for (int i = 0; i < s.n; i++)
 		if (!strcmp(s.value[i], "conn_listening")) {
@@ -435,6 +556,15 @@ Test(stats_groups, detail)
 		{ "stats detail off\r\n", "OK\r\n" },
 		{ "get user:2\r\n", "END\r\n" },
 		{ "stats detail dump\r\n", counted },
+		/* stats reset forgets them, on or off */
+		{ "stats reset\r\n", "RESET\r\n" },
+		{ "stats detail dump\r\n", "END\r\n" },
+		{ "stats detail on\r\n", "OK\r\n" },
+		{ "get user:2\r\n", "END\r\n" },
+		{ "stats detail dump\r\n",
+		  "PREFIX user get 1 hit 0 set 0 del 0\r\nEND\r\n" },
+		{ "stats reset\r\n", "RESET\r\n" },
+		{ "stats detail dump\r\n", "END\r\n" },
 	};
 	struct hstats s;
 
@@ -541,6 +671,36 @@ Test(stats_groups, metadump)
 	SEND(c, "lru_crawler metadump 9\r\n");
 	EXPECT(c, "END\r\n");
 	RT(c, "lru_crawler crawl all\r\n", "OK\r\n");
+}
+
+/* Like memcached, metadump and watch refuse to follow other requests in
+ * the same read (their replies would still be pending there), a noreply
+ * or refused one included; a classic get or an mn before them sends the
+ * replies out first. */
+Test(stats_groups, metadump_and_watch_after_pipelined_requests)
+{
+	static const char refused[] =
+		"ERROR cannot pipeline other commands before metadump\r\n";
+
+	start();
+	set("k", "v", 0);
+	SEND(c, "mg foo v\r\nlru_crawler metadump all\r\n");
+	EXPECT(c, "EN\r\n");
+	EXPECT(c, refused);
+	SEND(c, "set a 0 0 1 noreply\r\nx\r\nlru_crawler metadump 9\r\n");
+	EXPECT(c, refused);
+	SEND(c, "bogus\r\nlru_crawler metadump 9\r\n");
+	EXPECT(c, "ERROR\r\n");
+	EXPECT(c, refused);
+	SEND(c, "get foo\r\nlru_crawler metadump 9\r\n");
+	EXPECT(c, "END\r\nEND\r\n");
+	SEND(c, "version\r\nmn\r\nlru_crawler metadump 9\r\n");
+	EXPECT_N(c, srv.version, strlen(srv.version));
+	EXPECT(c, "MN\r\nEND\r\n");
+	SEND(c, "version\r\nwatch\r\n");
+	EXPECT_N(c, srv.version, strlen(srv.version));
+	EXPECT(c, "ERROR cannot pipeline other commands before watch\r\n");
+	SYNC(c, &srv);
 }
 
 struct churn {
