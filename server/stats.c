@@ -472,20 +472,43 @@ static void sum_lookup(const struct stats_sum *s, struct class_stat *h)
 #undef STATS_FIND
 }
 
+/*
+ * Memory allocated for items (`stats slabs` total_malloced), as memcached
+ * counts the slab pages it holds: segments in use (pooled empty ones are
+ * not) and large items' allocations in whole pages. It does not move when
+ * items replace others of about their size; cs->bytes, the items as
+ * placed, does. The two segment counts are read apart: never below zero.
+ */
+static uint64_t items_malloced(const struct cache_stats *cs)
+{
+	unsigned long in_use = cs->segments > cs->segments_free
+				       ? cs->segments - cs->segments_free
+				       : 0;
+
+	return (uint64_t)in_use * cs->segment_size + cs->large_pages;
+}
+
+/* Whether `stats slabs` shows class STATS_ITEM_CLASS: while memory is
+ * allocated for items, as memcached shows a class that holds pages, empty
+ * or not (`stats items` shows it only while it holds items). */
+static bool class_shown(const struct cache_stats *cs, bool slabs)
+{
+	return cs->curr_items || (slabs && items_malloced(cs));
+}
+
 /* The entries of class STATS_ITEM_CLASS: `stats slabs`' (slabs) or `stats
- * items`'; none when the cache is empty. */
+ * items`', from cs; none when class_shown() says so. */
 static void put_item_class(struct server *srv, const struct stats_sink *k,
-			   bool slabs)
+			   bool slabs, const struct cache_stats *c)
 {
 	static const char *const hits[] = {
 		"get_hits",  "cmd_set",	 "delete_hits", "incr_hits",
 		"decr_hits", "cas_hits", "cas_badval",	"touch_hits",
 	};
-	struct cache_stats cs;
+	const struct cache_stats cs = *c;
 	struct stats_sum s;
 
-	cache_get_stats(srv->cache, &cs, false);
-	if (!cs.curr_items)
+	if (!class_shown(&cs, slabs))
 		return;
 	server_sum_stats(srv, &s);
 	/* Which group each is in: 'i' items, 's' slabs. */
@@ -532,7 +555,8 @@ static void put_item_class(struct server *srv, const struct stats_sink *k,
 		  { "crawler_items_checked", STATS_COUNTER, cs.sweep_checked,
 		    help_sweep_checked } },
 		{ 's',
-		  { "chunk_size", STATS_GAUGE, cs.bytes / cs.curr_items,
+		  { "chunk_size", STATS_GAUGE,
+		    cs.curr_items ? cs.bytes / cs.curr_items : 0,
 		    "Mean bytes of an item, as allocated" } },
 		{ 's',
 		  { "chunks_per_page", STATS_GAUGE, 1,
@@ -562,31 +586,26 @@ static void put_item_class(struct server *srv, const struct stats_sink *k,
 
 static void stats_items(struct server *srv, const struct stats_sink *k)
 {
-	put_item_class(srv, k, false);
+	struct cache_stats cs;
+
+	cache_get_stats(srv->cache, &cs, false);
+	put_item_class(srv, k, false, &cs);
 }
 
 static void stats_slabs(struct server *srv, const struct stats_sink *k)
 {
 	struct cache_stats cs;
-	unsigned long in_use;
 
-	put_item_class(srv, k, true);
 	cache_get_stats(srv->cache, &cs, false);
+	put_item_class(srv, k, true, &cs);
 	stats__put_u(k, STATS_GAUGE, "active_slabs",
-		     "Classes holding items: 1, or 0 when the cache is empty",
-		     cs.curr_items ? 1 : 0);
-	/* Memory allocated for items, as memcached counts the slab pages it
-	 * holds: segments in use (pooled empty ones are not) and large
-	 * items' allocations in whole pages. It does not move when items
-	 * replace others of about their size; cs.bytes, the items as
-	 * placed, does. The two segment counts are read apart: never below
-	 * zero. */
-	in_use = cs.segments > cs.segments_free ? cs.segments - cs.segments_free
-						: 0;
+		     "Classes holding memory for items: 1, or 0 when none is "
+		     "allocated",
+		     class_shown(&cs, true) ? 1 : 0);
 	stats__put_u(k, STATS_GAUGE, "total_malloced",
 		     "Bytes allocated for items: segments in use and large "
 		     "items' allocations, in whole pages",
-		     (uint64_t)in_use * cs.segment_size + cs.large_pages);
+		     items_malloced(&cs));
 }
 
 /* memcached's item size histogram is off unless started with it; rhkvd

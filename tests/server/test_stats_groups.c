@@ -350,6 +350,15 @@ Test(stats_groups, items_and_slabs)
 		cr_expect_eq(stat_u(&s, "1:free_chunks"), 0);
 	}
 	RT(c, "stats sizes\r\n", "STAT sizes_status disabled\r\nEND\r\n");
+	/* Emptied, the class still holds memory: `stats slabs` shows it, as
+	 * memcached shows a class with pages; `stats items` does not. */
+	RT(c, "delete k1\r\n", "DELETED\r\n");
+	RT(c, "delete k2\r\n", "DELETED\r\n");
+	RT(c, "stats items\r\n", "END\r\n");
+	read_stats("slabs", &s);
+	cr_expect_eq(stat_u(&s, "active_slabs"), 1);
+	cr_expect_eq(stat_u(&s, "1:used_chunks"), 0);
+	cr_expect_gt(stat_u(&s, "total_malloced"), 0);
 }
 
 /* Stores n values of 65 KiB under "<prefix><i>" for i in [from, from+n). */
