@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds (release), and runs rhkvd in the
+# Installs what building and running need when missing (scripts/deps.sh,
+# not the tests' extras), builds (release), and runs rhkvd in the
 # foreground on 127.0.0.1:11311; arguments are passed to it (rhkvd --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
