@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
-./scripts/build.sh build --buildtype=release
+# rhkvd and rhkv-cli only: not the examples, rhkv-bench or the tests.
+./scripts/build.sh build --buildtype=release -- server/rhkvd client/cli/rhkv-cli
 echo "run: build/server/rhkvd -v $*"
 exec build/server/rhkvd -v "$@"
