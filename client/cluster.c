@@ -1,7 +1,8 @@
 /*
  * rhkv_cluster: keys spread over several servers by a ketama ring that
  * places points the way libmemcached does (MD5 of "host:port-N", or of
- * "host-N" on port 11211), so that both pick the same server for a key.
+ * "host-N" on port 11211), so that both pick the same server for a key;
+ * MD5 is OpenSSL's (md5.h).
  * A server that fails is skipped (its points lead to the next point
  * clockwise) until its retry time; the ring itself never changes, so only
  * the failed server's keys move. How a server rejoins after its retry time
@@ -59,6 +60,7 @@ struct rhkv_cluster {
 	int rejoin;   /* enum rhkv_rejoin */
 	int quiet_ms; /* RHKV_REJOIN_QUIET: the failure-free time to rejoin */
 	unsigned long picks; /* rhkv_cluster_pick calls, from 1 */
+	struct rhkv__md5 md5;
 	char err[320];
 };
 
@@ -89,12 +91,17 @@ static uint32_t digest_word(const unsigned char d[16], int i)
 	       (uint32_t)d[4 * i + 2] << 16 | (uint32_t)d[4 * i + 3] << 24;
 }
 
-static uint32_t key_hash(const void *key, size_t klen)
+/* The key's point in *h: 0, or -1 when MD5 failed (cl->err says so). */
+static int key_hash(rhkv_cluster *cl, const void *key, size_t klen, uint32_t *h)
 {
 	unsigned char d[16];
 
-	rhkv__md5(key, klen, d);
-	return digest_word(d, 0);
+	if (rhkv__md5(&cl->md5, key, klen, d)) {
+		set_err(cl, "MD5 of a key failed (OpenSSL)");
+		return -1;
+	}
+	*h = digest_word(d, 0);
+	return 0;
 }
 
 /* How many digests server i contributes. The weighted share is computed
@@ -134,8 +141,10 @@ static int rebuild(rhkv_cluster *cl)
 	for (size_t i = 0; i < cl->n; i++)
 		count += (size_t)digests_of(cl, i, total) * per;
 	ring = malloc((count ? count : 1) * sizeof(*ring));
-	if (!ring)
+	if (!ring) {
+		set_err(cl, "out of memory for a ring of %zu points", count);
 		return RHKV_ENOMEM;
+	}
 	for (size_t i = 0; i < cl->n; i++) {
 		const struct node *nd = &cl->nodes[i];
 		uint32_t nd_digests = digests_of(cl, i, total);
@@ -151,7 +160,11 @@ static int rebuild(rhkv_cluster *cl)
 			else
 				len = snprintf(name, sizeof(name), "%s:%u-%u",
 					       nd->host, (unsigned)nd->port, j);
-			rhkv__md5(name, (size_t)len, d);
+			if (rhkv__md5(&cl->md5, name, (size_t)len, d)) {
+				free(ring);
+				set_err(cl, "MD5 of %s failed (OpenSSL)", name);
+				return RHKV_ENOMEM;
+			}
 			for (int w = 0; w < per; w++) {
 				ring[k].value = digest_word(d, w);
 				ring[k++].node = (uint32_t)i;
@@ -190,8 +203,9 @@ static int available(const rhkv_cluster *cl, const struct node *nd,
 /* The first point at or after the key's hash (wrapping), then clockwise
  * to the first available server, not one that pick number `pick` (0: none,
  * and no I/O will follow) skipped already; -1 when none is (or none was
- * added). *home (may be NULL) takes the key's own server, the first
- * point's, alive or not. */
+ * added); -2 when the ring could not be built or the key hashed (out of
+ * memory; cl->err says which). *home (may be NULL) takes the key's own
+ * server, the first point's, alive or not. */
 static long owner(rhkv_cluster *cl, const void *key, size_t klen, long long now,
 		  unsigned long pick, long *home)
 {
@@ -199,10 +213,11 @@ static long owner(rhkv_cluster *cl, const void *key, size_t klen, long long now,
 	size_t lo = 0, hi;
 
 	if (cl->stale && rebuild(cl))
-		return -1;
+		return -2;
 	if (!cl->npoints)
 		return -1;
-	h = key_hash(key, klen);
+	if (key_hash(cl, key, klen, &h))
+		return -2;
 	hi = cl->npoints;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -257,10 +272,15 @@ int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o)
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return RHKV_ENOMEM;
+	if (rhkv__md5_init(&cl->md5)) {
+		free(cl);
+		return RHKV_ENOMEM;
+	}
 	if (!o)
 		rhkv_options_init(&cl->opt);
 	else if (rhkv__options_copy(&cl->opt, o)) {
 		rhkv__options_free(&cl->opt);
+		rhkv__md5_free(&cl->md5);
 		free(cl);
 		return RHKV_ENOMEM;
 	}
@@ -419,6 +439,8 @@ rhkv *rhkv__cluster_pick(rhkv_cluster *cl, const void *key, size_t klen,
 		struct node *nd;
 		int rc;
 
+		if (i == -2)
+			return NULL;
 		if (i < 0) {
 			if (cl->n)
 				set_err(cl, "no server is alive");
@@ -465,6 +487,8 @@ int rhkv_cluster_server_of(rhkv_cluster *cl, const void *key, size_t klen,
 	if (cl->stale && rebuild(cl))
 		return RHKV_ENOMEM;
 	i = owner(cl, key, klen, now_ms(), 0, NULL);
+	if (i == -2)
+		return RHKV_ENOMEM;
 	if (i < 0)
 		return RHKV_ECONN;
 	if (port)
@@ -721,5 +745,6 @@ void rhkv_cluster_free(rhkv_cluster *cl)
 	free(cl->nodes);
 	free(cl->ring);
 	rhkv__options_free(&cl->opt);
+	rhkv__md5_free(&cl->md5);
 	free(cl);
 }

@@ -1,136 +1,37 @@
 /*
- * MD5 as RFC 1321 specifies it: 64-byte blocks, four rounds of sixteen
- * steps, the message padded with 0x80, zeros and its bit length (64 bits,
- * little-endian). Words are read and the digest written little-endian
- * byte by byte, so the host's byte order does not matter.
+ * MD5 through OpenSSL 3's EVP interface (librhkv links OpenSSL for TLS
+ * already). EVP_MD_fetch once, instead of EVP_md5() per call: each implicit
+ * fetch looks the algorithm up in the provider store again.
  */
 #include "md5.h"
 
-#include <string.h>
-
-/* The per-step shift amounts, four per round. */
-static const unsigned char shifts[4][4] = {
-	{ 7, 12, 17, 22 },
-	{ 5, 9, 14, 20 },
-	{ 4, 11, 16, 23 },
-	{ 6, 10, 15, 21 },
-};
-
-/* T[i] = floor(2^32 * |sin(i + 1)|), RFC 1321 section 3.4. */
-static const uint32_t T[64] = {
-	0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a,
-	0xa8304613, 0xfd469501, 0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be,
-	0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821, 0xf61e2562, 0xc040b340,
-	0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
-	0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8,
-	0x676f02d9, 0x8d2a4c8a, 0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c,
-	0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70, 0x289b7ec6, 0xeaa127fa,
-	0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
-	0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92,
-	0xffeff47d, 0x85845dd1, 0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1,
-	0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,
-};
-
-static uint32_t rotl(uint32_t x, unsigned s)
+int rhkv__md5_init(struct rhkv__md5 *m)
 {
-	return (x << s) | (x >> (32 - s));
-}
-
-static void block(uint32_t h[4], const unsigned char *p)
-{
-	uint32_t x[16], a = h[0], b = h[1], c = h[2], d = h[3];
-
-	for (int i = 0; i < 16; i++)
-		x[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
-		       (uint32_t)p[4 * i + 2] << 16 |
-		       (uint32_t)p[4 * i + 3] << 24;
-	for (int i = 0; i < 64; i++) {
-		int round = i / 16;
-		uint32_t f, t;
-		int k;
-
-		switch (round) {
-		case 0: /* F(b, c, d), words in order */
-			f = (b & c) | (~b & d);
-			k = i;
-			break;
-		case 1: /* G, words 1, 6, 11, ... */
-			f = (b & d) | (c & ~d);
-			k = (5 * i + 1) % 16;
-			break;
-		case 2: /* H, words 5, 8, 11, ... */
-			f = b ^ c ^ d;
-			k = (3 * i + 5) % 16;
-			break;
-		default: /* I, words 0, 7, 14, ... */
-			f = c ^ (b | ~d);
-			k = (7 * i) % 16;
-			break;
-		}
-		t = d;
-		d = c;
-		c = b;
-		b = b + rotl(a + f + x[k] + T[i], shifts[round][i % 4]);
-		a = t;
+	m->md = EVP_MD_fetch(NULL, "MD5", NULL);
+	m->ctx = EVP_MD_CTX_new();
+	if (!m->md || !m->ctx) {
+		rhkv__md5_free(m);
+		return -1;
 	}
-	h[0] += a;
-	h[1] += b;
-	h[2] += c;
-	h[3] += d;
+	return 0;
 }
 
-void rhkv__md5_init(struct rhkv__md5 *m)
+int rhkv__md5(struct rhkv__md5 *m, const void *p, size_t n,
+	      unsigned char out[16])
 {
-	m->h[0] = 0x67452301;
-	m->h[1] = 0xefcdab89;
-	m->h[2] = 0x98badcfe;
-	m->h[3] = 0x10325476;
-	m->len = 0;
+	unsigned int len = 0;
+
+	if (!EVP_DigestInit_ex2(m->ctx, m->md, NULL) ||
+	    !EVP_DigestUpdate(m->ctx, p, n) ||
+	    !EVP_DigestFinal_ex(m->ctx, out, &len) || len != 16)
+		return -1;
+	return 0;
 }
 
-void rhkv__md5_update(struct rhkv__md5 *m, const void *p, size_t n)
+void rhkv__md5_free(struct rhkv__md5 *m)
 {
-	const unsigned char *s = p;
-	size_t have = (size_t)(m->len % 64);
-
-	m->len += n;
-	if (have) {
-		size_t take = 64 - have < n ? 64 - have : n;
-
-		memcpy(m->b + have, s, take);
-		s += take;
-		n -= take;
-		if (have + take < 64)
-			return;
-		block(m->h, m->b);
-	}
-	for (; n >= 64; s += 64, n -= 64)
-		block(m->h, s);
-	if (n)
-		memcpy(m->b, s, n);
-}
-
-void rhkv__md5_final(struct rhkv__md5 *m, unsigned char out[16])
-{
-	unsigned char pad[72] = { 0x80 };
-	uint64_t bits = m->len * 8;
-	size_t have = (size_t)(m->len % 64);
-	/* 0x80 and zeros up to 56 mod 64, then the 8 length bytes */
-	size_t npad = (have < 56 ? 56 : 120) - have;
-
-	for (int i = 0; i < 8; i++)
-		pad[npad + i] = (unsigned char)(bits >> (8 * i));
-	rhkv__md5_update(m, pad, npad + 8);
-	for (int i = 0; i < 4; i++)
-		for (int j = 0; j < 4; j++)
-			out[4 * i + j] = (unsigned char)(m->h[i] >> (8 * j));
-}
-
-void rhkv__md5(const void *p, size_t n, unsigned char out[16])
-{
-	struct rhkv__md5 m;
-
-	rhkv__md5_init(&m);
-	rhkv__md5_update(&m, p, n);
-	rhkv__md5_final(&m, out);
+	EVP_MD_CTX_free(m->ctx);
+	EVP_MD_free(m->md);
+	m->ctx = NULL;
+	m->md = NULL;
 }

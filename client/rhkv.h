@@ -795,7 +795,8 @@ enum rhkv_ketama {
  * handle (copied, password and TLS settings included; with TLS each
  * server's certificate is checked against the host it was added with,
  * unless tls_server_name names one for all). 0, RHKV_EINVAL or
- * RHKV_ENOMEM. */
+ * RHKV_ENOMEM (also when OpenSSL, whose MD5 the ring uses, offers none:
+ * a configuration that loads only its FIPS provider). */
 int rhkv_cluster_new(rhkv_cluster **out, const struct rhkv_options *o);
 /* Adds host:port with weight (0 counts as 1, as in libmemcached); nothing
  * connects until a key picks it. Adding a server moves about 1/n of the

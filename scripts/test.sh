@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, then builds and runs the whole test suite:
+# Installs what is missing (scripts/deps.sh --test: what building and the
+# tests need), then builds and runs the whole test suite:
 #   1. formatting check (clang-format, the repo's .clang-format);
 #   2. the normal build, warnings as errors, every test;
 #   3. an ASan+UBSan build, every test (leaks and UB are errors);
@@ -24,7 +25,7 @@ step_done() {
 	steps+=("$(printf '%5ds  %s' $((SECONDS - step_start)) "$1")")
 	step_start=$SECONDS
 }
-./scripts/deps.sh
+./scripts/deps.sh --test
 step_done "deps"
 
 echo "== format: clang-format --dry-run --Werror"
@@ -54,7 +55,7 @@ run_suite() {
 step_done "format"
 
 status=0
-./scripts/build.sh build -Dwerror=true
+./scripts/build.sh build -Dwerror=true -Dtests=enabled
 step_done "build: build"
 run_suite build || status=1
 
@@ -62,7 +63,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # -O1: the optimisation the sanitizers' authors advise (a faster suite; at
 # -O0 it takes a minute longer, at -O2 reports can lose their frames).
-./scripts/build.sh build-asan -Dwerror=true --buildtype=debug \
+./scripts/build.sh build-asan -Dwerror=true -Dtests=enabled --buildtype=debug \
 	-Doptimization=1 -Db_sanitize=address,undefined -Db_lundef=false
 step_done "build: build-asan"
 # The model checker runs 10 s per mode against a sanitizer rhkvd (20 s

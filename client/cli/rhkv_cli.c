@@ -4,6 +4,7 @@
  *   rhkv-cli [-h host] [-p port] [--timeout ms] [--raw] [--pattern GLOB]
  *            [--tls [--cacert FILE] [--cert FILE --key FILE]
  *             [--servername NAME] [--insecure]] [command args...]
+ *   rhkv-cli [options] --stat [--interval S] [--count N] [HOST:PORT...]
  *
  * With a command: runs it once and exits 0, or 1 after an error (on
  * stderr), or 64 for a usage error. Without one: an interactive prompt
@@ -11,9 +12,12 @@
  * terminal, else one command per line from stdin without a prompt (exit 1
  * if any of them failed). Human output is redis-cli's style ("value",
  * (nil), (integer) 5, (error) CODE: message); --raw prints values as their
- * bytes, misses as empty lines and numbers bare.
+ * bytes, misses as empty lines and numbers bare. --stat watches one server
+ * (or each one named) with a line a second (cli_stat.h).
  */
 #include "rhkv.h"
+#include "cli_code.h"
+#include "cli_stat.h"
 #include "cli_tok.h"
 
 #include <errno.h>
@@ -65,54 +69,16 @@ static const struct cmd *find_cmd(const char *name);
 
 /* ---- output ---- */
 
-static const char *code_name(int err)
-{
-	switch (err) {
-	case RHKV_ENOTFOUND:
-		return "NOT_FOUND";
-	case RHKV_ENOTSTORED:
-		return "NOT_STORED";
-	case RHKV_EEXISTS:
-		return "EXISTS";
-	case RHKV_ETOOLARGE:
-		return "TOO_LARGE";
-	case RHKV_EBADKEY:
-		return "BAD_KEY";
-	case RHKV_ETIMEDOUT:
-		return "TIMEOUT";
-	case RHKV_ECONN:
-		return "CONN";
-	case RHKV_ESERVER:
-		return "SERVER_ERROR";
-	case RHKV_EPROTO:
-		return "PROTOCOL";
-	case RHKV_ENONNUMERIC:
-		return "NON_NUMERIC";
-	case RHKV_ENOMEM:
-		return "NO_MEMORY";
-	case RHKV_EINVAL:
-		return "INVALID";
-	case RHKV_ERANGE:
-		return "RANGE";
-	case RHKV_EAUTH:
-		return "AUTH";
-	case RHKV_ETLS:
-		return "TLS";
-	default:
-		return "ERROR";
-	}
-}
-
 /* Prints "(error) CODE: message" on stderr; returns EX_FAIL. */
 static int fail(struct cli *cl, int err)
 {
 	const char *msg = cl->c ? rhkv_errstr(cl->c) : "";
 
 	/* The handle's words, unless they only repeat the code's name. */
-	if (!msg || !*msg || !strcasecmp(msg, code_name(err)))
+	if (!msg || !*msg || !strcasecmp(msg, cli_code_name(err)))
 		msg = rhkv_strerror(err);
 	fflush(stdout);
-	fprintf(stderr, "(error) %s: %s\n", code_name(err), msg);
+	fprintf(stderr, "(error) %s: %s\n", cli_code_name(err), msg);
 	return EX_FAIL;
 }
 
@@ -210,7 +176,7 @@ static int ensure_conn(struct cli *cl)
 	if (err == 0)
 		return 0;
 	fflush(stdout);
-	fprintf(stderr, "(error) %s: cannot connect to ", code_name(err));
+	fprintf(stderr, "(error) %s: cannot connect to ", cli_code_name(err));
 	print_target(stderr, cl);
 	fprintf(stderr, ": %s\n",
 		cl->c && *rhkv_errstr(cl->c) ? rhkv_errstr(cl->c)
@@ -1057,6 +1023,17 @@ static void usage(FILE *f)
 		"                      the host, when it is a name)\n"
 		"      --insecure      accept any server certificate (testing "
 		"only)\n"
+		"      --stat          a line every interval: items, memory "
+		"used and\n"
+		"                      limit, connections, ops/s, hit ratio, "
+		"evictions;\n"
+		"                      of -h/-p's server, or of each "
+		"HOST:PORT (or\n"
+		"                      /PATH) given instead of a command\n"
+		"      --interval S    --stat's interval in seconds (default "
+		"1; 0.01 up)\n"
+		"      --count N       --stat: stop after N intervals "
+		"(default: never)\n"
 		"      --help          this text\n"
 		"      --version       rhkv-cli's version\n"
 		"\n"
@@ -1112,6 +1089,58 @@ static int parse_int_opt(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* --interval: seconds, 0.01 to a day. */
+static int parse_interval(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0.01 && v <= 86400))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --stat over the servers named in words (none: -h/-p's server). */
+static int run_stat(struct cli *cl, int nwords, char **words, double interval,
+		    unsigned long count)
+{
+	size_t n = nwords ? (size_t)nwords : 1;
+	struct cli_stat_server *sv = calloc(n, sizeof(*sv));
+	int rc = EX_FAIL;
+
+	if (!sv) {
+		fprintf(stderr, "rhkv-cli: out of memory\n");
+		return EX_FAIL;
+	}
+	if (!nwords) {
+		sv[0].host = strdup(cl->host);
+		sv[0].port = cl->port;
+		if (!sv[0].host) {
+			fprintf(stderr, "rhkv-cli: out of memory\n");
+			goto out;
+		}
+	}
+	for (int i = 0; i < nwords; i++) {
+		if (cli_stat_parse_server(words[i], cl->port, &sv[i])) {
+			fprintf(stderr,
+				"rhkv-cli: --stat: bad server '%s' (HOST:PORT, "
+				"HOST, [IPV6]:PORT or /PATH)\n",
+				words[i]);
+			rc = EX_USAGE_;
+			goto out;
+		}
+	}
+	rc = cli_stat_run(sv, n, &cl->o, interval, count, stdout) ? EX_FAIL : 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(sv[i].host);
+	free(sv);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	enum {
@@ -1125,6 +1154,9 @@ int main(int argc, char **argv)
 		OPT_KEY,
 		OPT_SERVERNAME,
 		OPT_INSECURE,
+		OPT_STAT,
+		OPT_INTERVAL,
+		OPT_COUNT,
 	};
 	static const struct option longopts[] = {
 		{ "host", required_argument, NULL, 'h' },
@@ -1139,6 +1171,9 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "servername", required_argument, NULL, OPT_SERVERNAME },
 		{ "insecure", no_argument, NULL, OPT_INSECURE },
+		{ "stat", no_argument, NULL, OPT_STAT },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -1149,7 +1184,10 @@ int main(int argc, char **argv)
 	/* where --cacert, --cert, --key and --servername go, in that order */
 	const char **tls_str[] = { &cl.o.tls_ca_file, &cl.o.tls_cert_file,
 				   &cl.o.tls_key_file, &cl.o.tls_server_name };
-	int opt, rc, li = 0;
+	const char *stat_opt = NULL; /* --interval or --count, for its check */
+	int opt, rc, li = 0, stat = 0;
+	double interval = 1;
+	unsigned long count = 0;
 	long v;
 
 	rhkv_options_init(&cl.o);
@@ -1204,6 +1242,28 @@ int main(int argc, char **argv)
 			cl.o.tls_insecure = 1;
 			tls_opt = longopts[li].name;
 			break;
+		case OPT_STAT:
+			stat = 1;
+			break;
+		case OPT_INTERVAL:
+			if (parse_interval(optarg, &interval)) {
+				fprintf(stderr,
+					"rhkv-cli: bad interval '%s' (seconds, "
+					"0.01 to 86400)\n",
+					optarg);
+				return EX_USAGE_;
+			}
+			stat_opt = longopts[li].name;
+			break;
+		case OPT_COUNT:
+			if (parse_int_opt(optarg, 1, LONG_MAX, &v)) {
+				fprintf(stderr, "rhkv-cli: bad count '%s'\n",
+					optarg);
+				return EX_USAGE_;
+			}
+			count = (unsigned long)v;
+			stat_opt = longopts[li].name;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return 0;
@@ -1225,9 +1285,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rhkv-cli: --key needs --cert\n");
 		return EX_USAGE_;
 	}
+	if (stat_opt && !stat) {
+		fprintf(stderr, "rhkv-cli: --%s needs --stat\n", stat_opt);
+		return EX_USAGE_;
+	}
 	if (auth_file && *auth_file &&
 	    !(cl.o.password = read_password(auth_file)))
 		return EX_USAGE_;
+	if (stat)
+		return run_stat(&cl, argc - optind, argv + optind, interval,
+				count);
 
 	if (optind < argc) {
 		int n = argc - optind;

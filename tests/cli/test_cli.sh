@@ -2,7 +2,8 @@
 # rhkv-cli against a live rhkvd: one-shot commands with their exact output
 # in human and --raw modes, exit statuses (0, 1 on errors, 64 on usage
 # errors), an unreachable server, commands piped on stdin, scan --pattern,
-# the unix socket, and the interactive prompt driven through a pty.
+# --stat (its lines, header, servers and rates), the unix socket, and the
+# interactive prompt driven through a pty.
 # RHKV_CLI and RHKVD are the paths meson passes (tests/cli/meson.build);
 # starts its own rhkvd on a free 127.0.0.1 port and stops it by PID on exit.
 set -uo pipefail
@@ -251,6 +252,85 @@ expect_re hotkeys 0 '^reads: [0-9]+ in [0-9.]+ s, sampled 1 in [0-9]+' hotkeys
 expect_re hotkeys-raw 0 '^$|^(read|write) 1 [0-9.]+ [0-9.]+ [0-9]+ [0-9]+ (exact|approx) [^ ]' \
 	--raw hotkeys 3
 expect_err hotkeys-bad 64 'N: a number from 1 to 100' hotkeys 101
+
+# ---- --stat: a line per interval, as redis-cli --stat ----
+stat_header='items      used      limit     conns   ops/s      hits    evictions'
+num='[0-9.]+[BKMGTP]'
+c --stat --count 3 --interval 0.05
+mapfile -t lines <<<"${out%$'\n'}"
+if [ "$rc" = 0 ] && [ ${#lines[@]} = 4 ] &&
+	[ "${lines[0]}" = "$stat_header" ] &&
+	[[ ${lines[1]} =~ ^7\ +$num\ +64\.00M\ +[0-9]+\ +-\ +-\ +0$ ]] &&
+	[[ ${lines[2]} =~ ^7\ +$num\ +64\.00M\ +[0-9]+\ +[0-9]+\ +(-|[0-9.]+%)\ +0\ \(\+0\)$ ]] &&
+	[[ ${lines[3]} =~ ^7\ +$num\ +64\.00M\ +[0-9]+\ +[0-9]+\ +(-|[0-9.]+%)\ +0\ \(\+0\)$ ]]; then
+	ok
+else
+	bad "--stat: rc $rc, out $(printf %q "$out"), err $err"
+fi
+# the header again after 20 lines
+c --stat --count 21 --interval 0.01
+mapfile -t lines <<<"${out%$'\n'}"
+[ "$rc" = 0 ] && [ ${#lines[@]} = 23 ] && [ "${lines[0]}" = "$stat_header" ] &&
+	[ "${lines[21]}" = "$stat_header" ] && [[ ${lines[22]} =~ ^7\  ]] &&
+	ok || bad "--stat header every 20 lines: rc $rc, $(printf %q "$out")"
+# several servers (the same one over TCP and the unix socket, and one
+# that is down): a line each per interval, named; exit 1 for the one down
+down=$(free_port)
+c --stat --count 1 --interval 0.01 "127.0.0.1:$port" "$sock" "127.0.0.1:$down"
+mapfile -t lines <<<"${out%$'\n'}"
+w=0
+for name in "127.0.0.1:$port" "$sock" "127.0.0.1:$down"; do
+	[ ${#name} -gt "$w" ] && w=${#name}
+done
+if [ "$rc" = 1 ] && [ ${#lines[@]} = 4 ] &&
+	[ "${lines[0]}" = "$(printf '%-*s %s' "$w" server "$stat_header")" ] &&
+	[[ ${lines[1]} == "$(printf '%-*s 7 ' "$w" "127.0.0.1:$port")"* ]] &&
+	[[ ${lines[2]} == "$(printf '%-*s 7 ' "$w" "$sock")"* ]] &&
+	[[ ${lines[3]} == "$(printf '%-*s (error) CONN: ' "$w" "127.0.0.1:$down")"* ]]; then
+	ok
+else
+	bad "--stat servers: rc $rc, out $(printf %q "$out"), err $err"
+fi
+# The rates cover one interval: 100 gets, half of them hits, sent between
+# the first and the second line. Sent too late (a loaded machine), the
+# second line came first: tried again with a longer interval.
+stat_rates() {
+	local iv spid gets
+	gets=$(for _ in $(seq 50); do printf 'get other\nget nosuchkey\n'; done)
+	for iv in 1 4 16; do
+		"$cli" -p "$port" --stat --count 2 --interval "$iv" >"$tmp/stat" 2>&1 &
+		spid=$!
+		for _ in $(seq 600); do
+			[ "$(wc -l <"$tmp/stat")" -ge 2 ] && break
+			kill -0 "$spid" 2>/dev/null || break
+			sleep 0.05
+		done
+		printf '%s\n' "$gets" | "$cli" -p "$port" >/dev/null
+		if [ "$(wc -l <"$tmp/stat")" -gt 2 ]; then
+			wait "$spid"
+			continue
+		fi
+		wait "$spid"
+		rc=$?
+		mapfile -t lines <"$tmp/stat"
+		if [ "$rc" = 0 ] && [ ${#lines[@]} = 3 ] &&
+			[[ ${lines[2]} =~ ^7\ +$num\ +64\.00M\ +[0-9]+\ +([0-9]+)\ +50\.0%\ +0\ \(\+0\)$ ]] &&
+			[ "${BASH_REMATCH[1]}" -gt 0 ]; then
+			ok
+		else
+			bad "--stat rates: rc $rc, $(printf %q "$(cat "$tmp/stat")")"
+		fi
+		return
+	done
+	bad "--stat rates: the gets never fit in an interval"
+}
+stat_rates
+expect_err stat-bad-interval 64 'bad interval' --stat --interval 0
+expect_err stat-bad-interval-word 64 'bad interval' --stat --interval soon
+expect_err stat-bad-count 64 'bad count' --stat --count 0
+expect_err stat-count-alone 64 '--count needs --stat' --count 3 ping
+expect_err stat-interval-alone 64 '--interval needs --stat' --interval 1 ping
+expect_err stat-bad-server 64 "bad server 'h:99999'" --stat h:99999
 
 # ---- the unix socket ----
 expect unix-get 0 $'"v-other"\n' -h "$sock" get other

@@ -5,7 +5,7 @@
 #       each node's curr_items, asked directly, holds 20-47% of them;
 #   (c) after one node is killed (-9) and ejected (server_failure_limit 1),
 #       fresh keys set and read through the proxy succeed (>= 99%).
-# Skips (77) without nutcracker (scripts/deps.sh installs it) or when the
+# Skips (77) without nutcracker (scripts/deps.sh --test installs it) or when the
 # server under test is memcached. Stops everything it starts by PID on exit.
 set -euo pipefail
 
