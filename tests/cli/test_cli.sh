@@ -446,7 +446,8 @@ EOF
 
 # ---- a server with a password: --auth-file, RHKV_AUTH_FILE ----
 stop_server
-printf 'pa55word\n' >"$tmp/pw"
+# rhkvd refuses an auth file others may read
+(umask 077 && printf 'pa55word\n' >"$tmp/pw")
 port=$(free_port)
 "$server" -p "$port" -l 127.0.0.1 -t 2 --auth-file "$tmp/pw" \
 	>>"$tmp/server.log" 2>&1 &
