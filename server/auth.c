@@ -239,12 +239,27 @@ static struct list *load(const char *path, enum auth_form *form, char *err,
 	return parse(&x, text, len, form);
 }
 
+/* path as reloads read it: a relative path from the directory of the
+ * start, since a daemon (-d) moves to "/". Symbolic links stay unresolved:
+ * a mounted secret is often one whose target is replaced. */
+static char *reload_path(const char *path)
+{
+	char *cwd, *abs;
+
+	if (path[0] == '/' || !(cwd = getcwd(NULL, 0)))
+		return strdup(path);
+	if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+		abs = NULL;
+	free(cwd);
+	return abs;
+}
+
 static int make(struct auth **out, const char *path, struct list *l,
 		enum auth_form form, char *err, size_t cap)
 {
 	struct auth *a = calloc(1, sizeof(*a));
 
-	if (a && path && !(a->path = strdup(path))) {
+	if (a && path && !(a->path = reload_path(path))) {
 		free(a);
 		a = NULL;
 	}

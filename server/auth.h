@@ -18,7 +18,8 @@
  *
  * Ownership: auth_open() makes a struct auth, auth_destroy() frees it;
  * the entries are copied out of the file, which is read again only by
- * auth_reload(), from the path given to auth_open().
+ * auth_reload(), from the path given to auth_open() (a relative one taken
+ * from the working directory of that call: a daemon moves to "/").
  *
  * Threads: auth_check() runs on any thread registered with RCU
  * (common/rcu.h), outside or inside a read-side section, at any time

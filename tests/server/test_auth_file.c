@@ -209,3 +209,21 @@ Test(auth_file, reload_swaps_the_users_or_keeps_the_old_ones)
 	cr_assert_eq(from_text("pw\n"), 0);
 	cr_assert_eq(auth_reload(a, err, sizeof(err)), -1);
 }
+
+/* A relative path is reloaded from the directory auth_open() ran in, as
+ * after -d the daemon runs in "/". */
+Test(auth_file, a_relative_path_reloads_after_a_chdir)
+{
+	char *cwd = getcwd(NULL, 0);
+
+	write_file("alice:wonder\n", 0600);
+	cr_assert_not_null(cwd);
+	cr_assert_eq(chdir("/tmp"), 0);
+	cr_assert_eq(auth_open(&a, path + 5, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(chdir("/"), 0);
+	write_file("bob:builder\n", 0600);
+	cr_assert_eq(auth_reload(a, err, sizeof(err)), 0, "%s", err);
+	cr_assert(ok("bob", "builder"));
+	cr_assert_eq(chdir(cwd), 0);
+	free(cwd);
+}
