@@ -79,24 +79,21 @@ static enum req_cmd cmd_of(const struct mcbin_req *q)
  * mechanism, or a malformed message, gives neither (auth fails). */
 static void plain(struct request *r, const struct mcbin_req *q)
 {
-	const char *p = q->value, *end = q->value + q->nvalue;
-	const char *field[3];
+	const char *end = q->value + q->nvalue;
+	const char *authcid, *nul;
 
 	r->user = r->arg = (struct cache_key){ NULL, 0 };
-	if (q->h.keylen != 5 || memcmp(q->key, "PLAIN", 5))
+	if (q->h.keylen != 5 || memcmp(q->key, "PLAIN", 5) || !q->nvalue)
 		return;
-	for (int i = 0; i < 2; i++) {
-		const char *nul = memchr(p, '\0', (size_t)(end - p));
-
-		if (!nul)
-			return;
-		field[i] = p;
-		p = nul + 1;
-	}
-	field[2] = p;
-	r->user = (struct cache_key){ field[1],
-				      (size_t)(field[2] - 1 - field[1]) };
-	r->arg = (struct cache_key){ p, (size_t)(end - p) };
+	nul = memchr(q->value, '\0', q->nvalue);
+	if (!nul)
+		return;
+	authcid = nul + 1;
+	nul = memchr(authcid, '\0', (size_t)(end - authcid));
+	if (!nul)
+		return;
+	r->user = (struct cache_key){ authcid, (size_t)(nul - authcid) };
+	r->arg = (struct cache_key){ nul + 1, (size_t)(end - nul - 1) };
 }
 
 static void fill(struct request *r, const struct mcbin_req *q)
