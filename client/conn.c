@@ -38,6 +38,7 @@ void rhkv_options_init(struct rhkv_options *o)
 	o->key_prefix = NULL;
 	o->send_budget = 0;
 	o->down_ms = 0;
+	o->user = NULL;
 }
 
 /* The strings of struct rhkv_options, for copying and freeing them all. */
@@ -45,7 +46,7 @@ void rhkv_options_init(struct rhkv_options *o)
 	{                                                               \
 		&(o)->password, &(o)->tls_ca_file, &(o)->tls_cert_file, \
 			&(o)->tls_key_file, &(o)->tls_server_name,      \
-			&(o)->key_prefix                                \
+			&(o)->key_prefix, &(o)->user                    \
 	}
 
 int rhkv__options_copy(struct rhkv_options *dst, const struct rhkv_options *src)
@@ -266,9 +267,17 @@ int rhkv__connect_start(rhkv *c)
 	/* AUTH is the connection's first command: those queued after it
 	 * fail with RHKV_EAUTH when it is refused */
 	if (c->opt.password) {
+		/* [password], or [user, password] */
 		struct rhkv__req r = { .op = PROTO_OP_AUTH,
 				       .key = c->opt.password,
 				       .klen = strlen(c->opt.password) };
+
+		if (c->opt.user) {
+			r.key = c->opt.user;
+			r.klen = strlen(c->opt.user);
+			r.val = c->opt.password;
+			r.vlen = strlen(c->opt.password);
+		}
 
 		if (rhkv__queue(c, &r,
 				&(struct rhkv__pending){ .fn = on_auth }) ==

@@ -185,7 +185,8 @@ int rhkv__status(rhkv *c, uint32_t status, const msgpack_object *payload);
 
 struct rhkv__req {
 	uint32_t op;
-	const void *key; /* ops with a key; stats: the group; auth: password */
+	const void *key; /* ops with a key; stats: the group; auth: the
+			    password, or the user when val is the password */
 	size_t klen;
 	const void *val;
 	size_t vlen;

@@ -116,6 +116,11 @@ struct rhkv_options {
 	 * holds about this much request data. Default 1 MiB; 0: the
 	 * default. */
 	size_t send_budget;
+	/* The user name AUTH sends with password, copied by rhkv_connect():
+	 * a server whose auth file lists users (`user:password` lines)
+	 * checks both; one with a single password accepts any. NULL: none
+	 * (AUTH sends the password alone). */
+	const char *user;
 };
 
 /* Fills o with the defaults. */

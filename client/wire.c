@@ -132,6 +132,8 @@ static uint32_t nargs(uint32_t op, const struct rhkv__req *r)
 		return 0;
 	case PROTO_OP_STATS:
 		return r->key ? 1 : 0;
+	case PROTO_OP_AUTH: /* [password] or [user, password] */
+		return r->val ? 2 : 1;
 	case PROTO_OP_META_SET: /* key, value, options */
 		return 3;
 	case PROTO_OP_META_GET:
@@ -212,6 +214,12 @@ static int pack(const rhkv *c, msgpack_packer *pk, uint64_t id,
 	case PROTO_OP_META_DELETE:
 	case PROTO_OP_META_ARITH:
 		e |= proto_bin_pack_meta_opts(pk, r->meta);
+		break;
+	case PROTO_OP_AUTH:
+		if (r->val) {
+			e |= msgpack_pack_str(pk, r->vlen);
+			e |= msgpack_pack_str_body(pk, r->val, r->vlen);
+		}
 		break;
 	default:
 		break;

@@ -352,7 +352,7 @@ static const struct {
 	[PROTO_OP_FLUSH_ALL] = { 0, 1 },  [PROTO_OP_SCAN] = { 1, 3 },
 	[PROTO_OP_STATS] = { 0, 1 },	  [PROTO_OP_VERSION] = { 0, 0 },
 	[PROTO_OP_NOOP] = { 0, 0 },	  [PROTO_OP_QUIT] = { 0, 0 },
-	[PROTO_OP_AUTH] = { 1, 1 },	  [PROTO_OP_META_GET] = { 1, 2 },
+	[PROTO_OP_AUTH] = { 1, 2 },	  [PROTO_OP_META_GET] = { 1, 2 },
 	[PROTO_OP_META_SET] = { 2, 3 },	  [PROTO_OP_META_DELETE] = { 1, 2 },
 	[PROTO_OP_META_ARITH] = { 1, 2 }, [PROTO_OP_FLUSH_PREFIX] = { 1, 1 },
 };
@@ -628,9 +628,11 @@ static enum proto_bin_result args(const msgpack_object_array *a,
 		if ((o = opt(a, 2)) && !get_bytes(o, &r->text))
 			REJECT(PROTO_ST_BAD_REQUEST, "group: not a string");
 		break;
-	case PROTO_OP_AUTH:
-		if (!get_bytes(&a->ptr[2], &r->text))
+	case PROTO_OP_AUTH: /* [password] or [user, password] */
+		if (!get_bytes(&a->ptr[a->size - 1], &r->text))
 			REJECT(PROTO_ST_BAD_REQUEST, "password: not a string");
+		if (a->size == 4 && !get_bytes(&a->ptr[2], &r->user))
+			REJECT(PROTO_ST_BAD_REQUEST, "user: not a string");
 		break;
 	case PROTO_OP_META_SET:
 		if (!get_bytes(&a->ptr[3], &r->value))

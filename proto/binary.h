@@ -54,7 +54,7 @@ enum proto_bin_op {
 	PROTO_OP_VERSION = 18, /* -> version string */
 	PROTO_OP_NOOP = 19,    /* -> nil (ping) */
 	PROTO_OP_QUIT = 20,    /* -> nil, then the server closes */
-	PROTO_OP_AUTH = 21,    /* password -> nil (reserved) */
+	PROTO_OP_AUTH = 21,    /* [user,] password -> nil */
 	/* memcached's meta commands: key[, value], options map -> result map
 	 * (struct proto_bin_meta; PROTOCOL.md, "Meta operations"). */
 	PROTO_OP_META_GET = 22,	    /* key[, {opts}] */
@@ -159,6 +159,7 @@ struct proto_bin_req {
 	bool has_match;		      /* scan */
 	struct proto_bin_bytes match; /* scan: the glob */
 	struct proto_bin_bytes text;  /* stats: group; auth: password */
+	struct proto_bin_bytes user;  /* auth: the user name; p NULL: none */
 	const msgpack_object *keys;   /* mget: nkeys str/bin objects */
 	uint32_t nkeys;
 	struct proto_bin_meta meta; /* meta ops */

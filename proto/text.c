@@ -234,12 +234,15 @@ static enum proto_status parse_shutdown(const struct line *l,
 	return PROTO_OK;
 }
 
-/* auth <password>: one token (the text protocol has no quoting). */
+/* auth [<user>] <password>: a token each (the text protocol has no
+ * quoting); the user name goes in key. */
 static enum proto_status parse_auth(const struct line *l, struct proto_req *req)
 {
-	if (l->ntok != 2)
+	if (l->ntok != 2 && l->ntok != 3)
 		return PROTO_ERROR;
-	req->arg = l->tok[1];
+	if (l->ntok == 3)
+		req->key = l->tok[1];
+	req->arg = l->tok[l->ntok - 1];
 	return PROTO_OK;
 }
 

@@ -133,7 +133,8 @@ struct proto_req {
 	uint32_t verbosity;    /* verbosity */
 	uint32_t memlimit;     /* cache_memlimit: MiB, 8..1000000000 */
 	struct proto_span arg; /* stats: the sub-command ("" when none);
-				  auth: the password; lru_crawler: the
+				  auth: the password (key: the user name,
+				  len 0 when none); lru_crawler: the
 				  sub-command (metadump, crawl);
 				  shutdown: the rest of the line ("" when
 				  none) */

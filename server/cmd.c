@@ -10,11 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "cmd_meta.h"
 #include "common/log.h"
 #include "conn.h"
 #include "protocol.h"
 #include "proto/text.h"
+#include "proto/text_auth.h"
 #include "server.h"
 #include "tls.h"
 
@@ -312,28 +314,50 @@ static void exec_scan(struct conn *c, const struct request *r)
 	REPLY(c)->keys_end(c, r, next);
 }
 
-/* auth <password>: compared in constant time; failures are counted. */
-static void exec_auth(struct conn *c, const struct request *r)
+/* Whether r's user name and password are the auth file's (auth.h: in
+ * constant time); counted as memcached counts them. */
+static bool authenticate(struct conn *c, const struct request *r)
 {
-	const struct config *cfg = &c->w->srv->cfg;
+	bool ok = auth_check(c->w->srv->auth, r->user.p, r->user.n, r->arg.p,
+			     r->arg.n);
 
 	STAT_INC(&c->w->stats, auth_cmds);
-	if (!cfg->password) {
-		REPLY(c)->status(c, r, REPLY_NO_PASSWORD, NULL);
-	} else if (config_password_ok(cfg, r->arg.p, r->arg.n)) {
+	if (ok)
 		c->authed = true;
+	else
+		STAT_INC(&c->w->stats, auth_errors);
+	return ok;
+}
+
+/* auth [<user>] <password>, SASL PLAIN, the msgpack AUTH. A failure
+ * leaves an authenticated connection authenticated. */
+static void exec_auth(struct conn *c, const struct request *r)
+{
+	if (!c->w->srv->auth) {
+		STAT_INC(&c->w->stats, auth_cmds);
+		REPLY(c)->status(c, r, REPLY_NO_PASSWORD, NULL);
+	} else if (authenticate(c, r)) {
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 	} else {
-		STAT_INC(&c->w->stats, auth_errors);
 		REPLY(c)->status(c, r, REPLY_AUTH_FAILED, NULL);
 	}
+}
+
+/* memcached's ASCII handshake (proto/text_auth.h): a set, answered as
+ * one, that stores nothing. */
+static void exec_auth_set(struct conn *c, const struct request *r)
+{
+	if (authenticate(c, r))
+		REPLY(c)->stored(c, r, 0);
+	else
+		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
+				 PROTO_TEXT_AUTH_FAILURE);
 }
 
 /* Auth mechanisms (SASL LIST_MECHS): the protocol names them. */
 static void exec_auth_mechs(struct conn *c, const struct request *r)
 {
-	REPLY(c)->status(c, r,
-			 c->w->srv->cfg.password ? REPLY_OK : REPLY_NO_PASSWORD,
+	REPLY(c)->status(c, r, c->w->srv->auth ? REPLY_OK : REPLY_NO_PASSWORD,
 			 NULL);
 }
 
@@ -668,6 +692,7 @@ static const struct {
 	[REQ_SCAN] = { exec_scan, LAT_scan },
 	[REQ_CACHE_MEMLIMIT] = { exec_memlimit, LAT_other },
 	[REQ_AUTH] = { exec_auth, LAT_other },
+	[REQ_AUTH_SET] = { exec_auth_set, LAT_other },
 	[REQ_SHUTDOWN] = { exec_shutdown, LAT_other },
 	[REQ_AUTH_MECHS] = { exec_auth_mechs, LAT_other },
 	[REQ_NOOP] = { exec_noop, LAT_other },

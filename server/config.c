@@ -160,10 +160,11 @@ static const struct opt options[] = {
 	       "pending output before reads pause", RANGE(1, 1 << 30),
 	       .def = 1 << 20, AT(output_hwm), .stat = "output_limit",
 	       BAD("output limit", "not a size")),
-	/* `stats settings` says whether a password is set, as "auth". */
-	OPTION("auth-file", 0, OPT_STRING, "FILE",
-	       "require clients to authenticate with the password on FILE's "
-	       "first line",
+	/* memcached's -Y. auth.h reads the file; `stats settings` says
+	 * whether one is set, as "auth", and names it as memcached does. */
+	OPTION("auth-file", 'Y', OPT_STRING, "FILE",
+	       "require clients to authenticate: FILE holds user:password "
+	       "lines (memcached's form), or a password on its first line",
 	       .env = "RHKV_AUTH_FILE", AT(auth_file)),
 	OPTION("no-protected-mode", 0, OPT_FLAG, NULL,
 	       "allow listening beyond loopback without a password",
@@ -591,46 +592,6 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	return check_combination(cfg);
 }
 
-/* The password: the file's first line, without its line end. */
-static int load_password(struct config *cfg)
-{
-	char buf[4096];
-	size_t n;
-	FILE *f = fopen(cfg->auth_file, "r");
-
-	if (!f) {
-		fprintf(stderr, "rhkvd: cannot read the auth file '%s': %s\n",
-			cfg->auth_file, strerror(errno));
-		return CONFIG_EXIT_USAGE;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	n = strcspn(buf, "\r\n");
-	if (n == 0) {
-		fprintf(stderr,
-			"rhkvd: the auth file '%s' has no password on "
-			"its first line\n",
-			cfg->auth_file);
-		return CONFIG_EXIT_USAGE;
-	}
-	if (memchr(buf, ' ', n)) {
-		fprintf(stderr,
-			"rhkvd: the password in '%s' has a space, which "
-			"the text protocol's auth cannot send\n",
-			cfg->auth_file);
-		return CONFIG_EXIT_USAGE;
-	}
-	cfg->password = malloc(n + 1);
-	if (!cfg->password)
-		return CONFIG_EXIT_USAGE;
-	memcpy(cfg->password, buf, n + 1);
-	cfg->password[n] = '\0';
-	cfg->password_len = n;
-	memset(buf, 0, sizeof(buf));
-	return 0;
-}
-
 static bool is_loopback(const char *addr)
 {
 	struct in_addr a4;
@@ -686,9 +647,7 @@ int config_check_access(struct config *cfg)
 
 	if ((rc = check_tls(cfg)) != 0)
 		return rc;
-	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
-		return rc;
-	if (cfg->password || cfg->no_protected_mode)
+	if (config_has_auth(cfg) || cfg->no_protected_mode)
 		return 0;
 	/* -p 0: no plain TCP listener, whatever -l says; a TLS one needs no
 	 * password when it requires client certificates. */
@@ -701,8 +660,9 @@ int config_check_access(struct config *cfg)
 			"rhkvd: refusing to listen on %s, which is not a "
 			"loopback address, without a password (protected "
 			"mode).\n"
-			"  Set one: --auth-file FILE (or RHKV_AUTH_FILE=FILE), "
-			"the password on its first line;\n"
+			"  Set one: -Y/--auth-file FILE (or "
+			"RHKV_AUTH_FILE=FILE), "
+			"user:password lines or a password;\n"
 			"  or serve it over TLS alone (-p 0 --tls-port) with "
 			"--tls-verify require and --tls-ca;\n"
 			"  or, on a network you trust, opt out with "
@@ -713,16 +673,9 @@ int config_check_access(struct config *cfg)
 	return 0;
 }
 
-bool config_password_ok(const struct config *cfg, const char *given, size_t len)
+bool config_has_auth(const struct config *cfg)
 {
-	volatile unsigned char diff = (unsigned char)(len != cfg->password_len);
-
-	/* Every byte of the password is compared whatever the input: the
-	 * time tells neither where a guess goes wrong nor its length. */
-	for (size_t i = 0; i < cfg->password_len; i++)
-		diff |= (unsigned char)(cfg->password[i] ^
-					(i < len ? given[i] : 0));
-	return cfg->password && diff == 0;
+	return cfg->auth_file && *cfg->auth_file;
 }
 
 enum log_level config_log_level(int verbosity)
@@ -783,9 +736,10 @@ void config_each(const struct config *cfg,
 			   setting(cfg, &options[i], buf, sizeof(buf)), arg);
 	/* Settings no option sets, under memcached's names where it has them
 	 * (docs/stats.md says which of its settings are left out, and why). */
-	fn("auth", cfg->password ? "yes" : "no", arg);
-	fn("auth_enabled_ascii", cfg->password ? "yes" : "no", arg);
-	fn("auth_enabled_sasl", cfg->password ? "yes" : "no", arg);
+	fn("auth", config_has_auth(cfg) ? "yes" : "no", arg);
+	fn("auth_enabled_ascii", config_has_auth(cfg) ? cfg->auth_file : "no",
+	   arg);
+	fn("auth_enabled_sasl", config_has_auth(cfg) ? "yes" : "no", arg);
 	fn("cas_enabled", "yes", arg);
 	fn("evictions", "on", arg);
 	fn("maxconns_fast", "yes", arg);

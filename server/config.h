@@ -42,9 +42,7 @@ struct config {
 	size_t output_hwm; /* bytes of pending output before reads pause */
 	int metrics_port;  /* Prometheus endpoint, 0: off */
 	const char *metrics_listen;
-	const char *auth_file; /* --auth-file or RHKV_AUTH_FILE */
-	char *password;	       /* its first line; NULL: no auth */
-	size_t password_len;
+	const char *auth_file;	/* -Y, --auth-file or RHKV_AUTH_FILE (auth.h) */
 	bool no_protected_mode; /* may listen beyond loopback without one */
 	bool enable_shutdown;	/* -A: the shutdown command stops the server */
 	bool disable_flush_all; /* -F: flush_all is refused */
@@ -79,16 +77,15 @@ struct config {
 int config_parse(struct config *cfg, int argc, char **argv);
 
 /*
- * Reads the password file and applies protected mode: listening on a
- * non-loopback address without a password is refused unless
- * --no-protected-mode. 0, or CONFIG_EXIT_USAGE after printing why.
+ * Checks the TLS options and applies protected mode: listening on a
+ * non-loopback address without an auth file is refused unless
+ * --no-protected-mode. 0, or CONFIG_EXIT_USAGE after printing why. The
+ * auth file itself is read by auth_open() (auth.h).
  */
 int config_check_access(struct config *cfg);
 
-/* Whether given equals the password, in time independent of where they
- * differ. */
-bool config_password_ok(const struct config *cfg, const char *given,
-			size_t len);
+/* Whether clients must authenticate (an auth file is named). */
+bool config_has_auth(const struct config *cfg);
 
 /* The log level for a verbosity (-v counts, or the `verbosity` command):
  * 0 warnings and errors, 1 also information, 2 and more also debugging. */

@@ -183,7 +183,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->out = evbuffer_new();
 	atomic_init(&c->last_active, cache_now());
 	atomic_init(&c->state, CONN_NEW_CMD);
-	c->authed = w->srv->cfg.password == NULL;
+	c->authed = w->srv->auth == NULL;
 	pthread_mutex_lock(&w->lock);
 	c->next = w->conns;
 	if (c->next)
@@ -294,8 +294,8 @@ static bool held(const struct conn *c, size_t hwm)
 /* Whether a request may run before the connection has authenticated. */
 static bool allowed_before_auth(const struct request *r)
 {
-	return r->cmd == REQ_AUTH || r->cmd == REQ_AUTH_MECHS ||
-	       r->cmd == REQ_QUIT;
+	return r->cmd == REQ_AUTH || r->cmd == REQ_AUTH_SET ||
+	       r->cmd == REQ_AUTH_MECHS || r->cmd == REQ_QUIT;
 }
 
 /* Whether memcached writes out its pending replies after this request:
@@ -400,7 +400,8 @@ static size_t run_batch(struct conn *c)
 		 * auth, which changes the limits the next one is held to,
 		 * nor past a value still to be discarded.
 		 */
-		if (st[cur] == DECODE_OK && r->cmd != REQ_AUTH && r->len < n) {
+		if (st[cur] == DECODE_OK && r->cmd != REQ_AUTH &&
+		    r->cmd != REQ_AUTH_SET && r->len < n) {
 			st[cur ^ 1] = p->decode(c, buf + r->len, n - r->len,
 						cur ^ 1, next);
 			ahead = true;

@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "common/log.h"
 #include "conn.h"
 #include "server.h"
@@ -290,15 +291,26 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(srv->base);
 }
 
-/* SIGHUP: the TLS certificate and key are read again (tls.h). */
+/* SIGHUP: the TLS certificate and key are read again (tls.h), and the
+ * auth file (auth.h); a file that fails leaves the old one in use. */
 static void on_sighup(evutil_socket_t sig, short what, void *arg)
 {
 	struct server *srv = arg;
+	char err[512];
 
 	(void)sig;
 	(void)what;
 	if (srv->tls)
 		tls_reload(srv->tls, &srv->cfg);
+	if (!srv->auth)
+		return;
+	if (auth_reload(srv->auth, err, sizeof(err)))
+		log_warn("auth: reload refused, the old users stay: %s", err);
+	else
+		log_info("auth: %zu %s reloaded from %s", auth_count(srv->auth),
+			 auth_form(srv->auth) == AUTH_FORM_USERS ? "user(s)"
+								 : "password",
+			 srv->cfg.auth_file);
 }
 
 static int start(struct server *srv)
@@ -385,6 +397,16 @@ int main(int argc, char **argv)
 	rc = config_check_access(&srv.cfg);
 	if (rc)
 		return rc;
+	/* Read as the user that starts rhkvd; a reload reads it as the user
+	 * -u names. */
+	if (config_has_auth(&srv.cfg)) {
+		char err[512];
+
+		if (auth_open(&srv.auth, srv.cfg.auth_file, err, sizeof(err))) {
+			fprintf(stderr, "rhkvd: %s\n", err);
+			return CONFIG_EXIT_USAGE;
+		}
+	}
 	log_init("rhkvd", config_log_level(srv.cfg.verbose));
 	signal(SIGPIPE, SIG_IGN);
 	rhkv_rcu_register_thread();
@@ -443,7 +465,7 @@ int main(int argc, char **argv)
 	conn_budget_destroy(&srv.budget);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();
-	free(srv.cfg.password);
+	auth_destroy(&srv.auth);
 	if (!rc)
 		log_info("stopped");
 	return rc;

@@ -305,6 +305,7 @@ static void fill(struct request *r, const struct proto_bin_req *q,
 	r->count = q->count;
 	r->match = q->has_match ? bytes(q->match) : (struct cache_key){ 0 };
 	r->arg = bytes(q->text);
+	r->user = bytes(q->user);
 	r->args = (struct cache_key){ NULL, 0 };
 	if (q->op == PROTO_OP_STATS)
 		req_stats_split(r);

@@ -74,22 +74,26 @@ static enum req_cmd cmd_of(const struct mcbin_req *q)
 	}
 }
 
-/* SASL PLAIN's message, authzid NUL authcid NUL password: the password.
- * Another mechanism, or a malformed message, gives none (auth fails). */
-static struct cache_key plain_password(const struct mcbin_req *q)
+/* SASL PLAIN's message, authzid NUL authcid NUL password: the user name
+ * (authcid) and the password into r (the authzid is not used). Another
+ * mechanism, or a malformed message, gives neither (auth fails). */
+static void plain(struct request *r, const struct mcbin_req *q)
 {
-	const char *p = q->value, *end = q->value + q->nvalue;
-	const char *nul;
+	const char *end = q->value + q->nvalue;
+	const char *authcid, *nul;
 
-	if (q->h.keylen != 5 || memcmp(q->key, "PLAIN", 5))
-		return (struct cache_key){ NULL, 0 };
-	for (int i = 0; i < 2; i++) {
-		nul = memchr(p, '\0', (size_t)(end - p));
-		if (!nul)
-			return (struct cache_key){ NULL, 0 };
-		p = nul + 1;
-	}
-	return (struct cache_key){ p, (size_t)(end - p) };
+	r->user = r->arg = (struct cache_key){ NULL, 0 };
+	if (q->h.keylen != 5 || memcmp(q->key, "PLAIN", 5) || !q->nvalue)
+		return;
+	nul = memchr(q->value, '\0', q->nvalue);
+	if (!nul)
+		return;
+	authcid = nul + 1;
+	nul = memchr(authcid, '\0', (size_t)(end - authcid));
+	if (!nul)
+		return;
+	r->user = (struct cache_key){ authcid, (size_t)(nul - authcid) };
+	r->arg = (struct cache_key){ nul + 1, (size_t)(end - nul - 1) };
 }
 
 static void fill(struct request *r, const struct mcbin_req *q)
@@ -115,7 +119,7 @@ static void fill(struct request *r, const struct mcbin_req *q)
 		r->arg = r->key;
 		req_stats_split(r);
 	} else if (r->cmd == REQ_AUTH)
-		r->arg = plain_password(q);
+		plain(r, q);
 }
 
 /* A request refused from its header (its body may not be there): only

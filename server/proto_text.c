@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "common/log.h"
 #include "conn.h"
 #include "protocol.h"
 #include "proto/meta.h"
 #include "proto/text.h"
+#include "proto/text_auth.h"
 #include "server.h"
 
 /* The letters of the flags meta requests name, in proto/meta.h and
@@ -123,7 +125,13 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 				: (struct cache_key){ NULL, 0 };
 	r->arg = span(buf, q->arg);
 	r->args = span(buf, q->args);
+	r->user = (struct cache_key){ NULL, 0 };
 	r->landed = NULL;
+	if (q->cmd == PROTO_CMD_AUTH) {
+		if (q->key.len)
+			r->user = r->key;
+		r->key.n = 0;
+	}
 }
 
 /* A storage request whose data block has not all arrived: worth receiving
@@ -265,6 +273,41 @@ static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
 	}
 }
 
+/* Before auth with a user list (auth.h), memcached's handshake alone is
+ * read (proto/text_auth.h). */
+static bool handshake_only(const struct conn *c)
+{
+	const struct auth *a = c->w->srv->auth;
+
+	return !c->authed && a && auth_form(a) == AUTH_FORM_USERS;
+}
+
+static enum decode_status decode_handshake(const char *buf, size_t n,
+					   struct request *r)
+{
+	struct proto_text_auth h;
+
+	switch (proto_text_auth_parse(buf, n, &h)) {
+	case PROTO_TEXT_AUTH_NEED_MORE:
+		return DECODE_NEED_MORE;
+	case PROTO_TEXT_AUTH_REFUSED:
+		*r = (struct request){ .len = h.len,
+				       .status = REPLY_CLIENT_ERROR,
+				       .message = h.error };
+		return DECODE_REJECT;
+	case PROTO_TEXT_AUTH_CREDENTIALS:
+		*r = (struct request){ .cmd = REQ_AUTH_SET,
+				       .len = h.len,
+				       .user = span(buf, h.user),
+				       .arg = span(buf, h.pass) };
+		return DECODE_OK;
+	case PROTO_TEXT_AUTH_CLOSE:
+		break;
+	}
+	*r = (struct request){ .len = n, .status = REPLY_NONE };
+	return DECODE_CLOSE;
+}
+
 static void text_close(struct conn *c)
 {
 	free(c->pstate);
@@ -290,6 +333,8 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	struct proto_req q;
 	enum proto_status st;
 
+	if (handshake_only(c))
+		return decode_handshake(buf, n, r);
 	/* Before auth a line is held to CONN_PREAUTH_LIMIT, a get line
 	 * too: the input buffer never grows for a client that has not
 	 * authenticated (conn.c's rbuf_limit). */

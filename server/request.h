@@ -42,7 +42,11 @@ enum req_cmd {
 	REQ_STATS,
 	REQ_SCAN,
 	REQ_CACHE_MEMLIMIT,
-	REQ_AUTH,
+	REQ_AUTH, /* user (may be none) and arg, the password */
+	/* text only, before auth with a user list: memcached's handshake,
+	 * a set whose data is `user password`: STORED, or CLIENT_ERROR
+	 * authentication failure */
+	REQ_AUTH_SET,
 	REQ_SHUTDOWN,	/* arg: the mode ("" or "graceful": both stop alike) */
 	REQ_AUTH_MECHS, /* which auth mechanisms: OK, or no password */
 	REQ_NOOP,
@@ -173,6 +177,7 @@ struct request {
 	struct cache_key match;	     /* scan: a glob, {NULL, 0} for none */
 	struct cache_key arg;	     /* stats: the group; auth: the password;
 				   lru_crawler, slabs: the subcommand */
+	struct cache_key user;	     /* auth: the user name; p NULL: none */
 	struct cache_key args;	     /* stats, lru_crawler: what follows arg */
 	const struct req_meta *meta; /* REQ_M*: the decoder's */
 	/* A decoder's refusal (DECODE_REJECT, DECODE_CLOSE): what to say. */

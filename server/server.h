@@ -108,7 +108,8 @@ struct server {
 	struct hotkeys_params hotkeys;
 	struct watch_hub watch; /* `watch` connections */
 	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
-	struct event *sighup;	/* reloads the TLS certificate */
+	struct auth *auth;	/* -Y/--auth-file (auth.h); NULL: none */
+	struct event *sighup;	/* reloads the TLS certificate, the auth file */
 	struct event *sigusr1;	/* stops, as SIGTERM (memcached's for -e) */
 };
 

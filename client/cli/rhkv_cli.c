@@ -1005,10 +1005,10 @@ static void usage(FILE *f)
 		"  -r, --raw           values as raw bytes, numbers bare, no "
 		"decoration\n"
 		"      --pattern GLOB  default glob for scan\n"
-		"      --auth-file F   authenticate with the password on F's "
-		"first\n"
-		"                      line (default: $RHKV_AUTH_FILE, if "
-		"set)\n"
+		"      --auth-file F   authenticate with the password, or "
+		"user:password,\n"
+		"                      on F's first line (default: "
+		"$RHKV_AUTH_FILE, if set)\n"
 		"      --tls           connect with TLS; the server's "
 		"certificate\n"
 		"                      must verify. With --tls only:\n"
@@ -1050,9 +1050,12 @@ static void usage(FILE *f)
 }
 
 /* The password on path's first line (a file, so that it never shows in
- * the process list); NULL after printing why. */
-static char *read_password(const char *path)
+ * the process list), or user:password there (the first line of rhkvd's
+ * user list): the user name then goes in *user. NULL after printing
+ * why. */
+static char *read_password(const char *path, const char **user)
 {
+	char *colon;
 	static char pw[4096];
 	FILE *f = fopen(path, "r");
 	size_t n;
@@ -1066,7 +1069,12 @@ static char *read_password(const char *path)
 	fclose(f);
 	pw[n] = '\0';
 	pw[strcspn(pw, "\r\n")] = '\0';
-	if (!*pw) {
+	if ((colon = strchr(pw, ':')) && colon > pw && colon[1]) {
+		*colon = '\0';
+		*user = pw;
+		return colon + 1;
+	}
+	if (!*pw || colon) {
 		fprintf(stderr,
 			"rhkv-cli: no password on the first line of "
 			"'%s'\n",
@@ -1290,7 +1298,7 @@ int main(int argc, char **argv)
 		return EX_USAGE_;
 	}
 	if (auth_file && *auth_file &&
-	    !(cl.o.password = read_password(auth_file)))
+	    !(cl.o.password = read_password(auth_file, &cl.o.user)))
 		return EX_USAGE_;
 	if (stat)
 		return run_stat(&cl, argc - optind, argv + optind, interval,

@@ -526,7 +526,8 @@ EOF
 
 # ---- a server with a password: --auth-file, RHKV_AUTH_FILE ----
 stop_server
-printf 'pa55word\n' >"$tmp/pw"
+# rhkvd refuses an auth file others may read
+(umask 077 && printf 'pa55word\n' >"$tmp/pw")
 port=$(free_port)
 "$server" -p "$port" -l 127.0.0.1 -t 2 --auth-file "$tmp/pw" \
 	>>"$tmp/server.log" 2>&1 &
@@ -542,6 +543,24 @@ RHKV_AUTH_FILE=$tmp/pw expect_re auth-env 0 '^STORED' set k v
 printf 'nope\n' >"$tmp/bad"
 expect_err auth-wrong 1 "AUTH" --auth-file "$tmp/bad" ping
 expect_err auth-no-file 64 "cannot read" --auth-file "$tmp/none" ping
+
+# ---- a server with a user list (-Y): user:password on the first line ----
+stop_server
+(umask 077 && printf 'alice:wonder\nbob:builder\n' >"$tmp/users" &&
+	printf 'bob:builder\n' >"$tmp/bob" && printf 'bob:wonder\n' >"$tmp/bob2")
+port=$(free_port)
+"$server" -p "$port" -l 127.0.0.1 -t 2 -Y "$tmp/users" \
+	>>"$tmp/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+	"$cli" -p "$port" --auth-file "$tmp/users" ping >/dev/null 2>&1 &&
+		listens "$pid" "$port" && break
+	sleep 0.1
+done
+expect users-first 0 $'PONG\n' --auth-file "$tmp/users" ping
+expect users-bob 0 $'PONG\n' --auth-file "$tmp/bob" ping
+expect_err users-wrong 1 "AUTH" --auth-file "$tmp/bob2" ping
+expect_err users-password-alone 1 "AUTH" --auth-file "$tmp/pw" ping
 
 if [ "$failed" != 0 ]; then
 	echo "--- server log" >&2

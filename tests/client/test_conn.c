@@ -188,6 +188,54 @@ Test(conn, password)
 	cr_assert_eq(rc, RHKV_EAUTH, "wrong password: %s", rhkv_strerror(rc));
 }
 
+/* A server with a user list (-Y, user:password lines): the user option
+ * goes with the password in AUTH, and both must match (the option is
+ * copied: it outlives the caller's string). */
+Test(conn, user_and_password)
+{
+	char path[] = "/tmp/rhkv-users-XXXXXX";
+	int fd = mkstemp(path);
+	const char *extra[] = { "-Y", path, NULL };
+	struct rhkv_options o;
+	struct rhkv_value v;
+	char user[] = "alice";
+	int rc;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "bob:builder\nalice:wonder\n", 25), 25);
+	close(fd);
+	cr_assert_eq(srv_start(&srv, extra), 0);
+	unlink(path);
+
+	rhkv_options_init(&o);
+	cr_assert_null(o.user);
+	o.user = user;
+	o.password = "wonder";
+	cr_assert_eq(rhkv_connect(&c, "127.0.0.1", srv.port, &o), 0, "%s",
+		     rhkv_errstr(c));
+	memcpy(user, "zzzzz", 5);
+	cr_assert_eq(rhkv_set(c, "k", 1, "v", 1, 0, 0, NULL), 0, "%s",
+		     rhkv_errstr(c));
+	cr_assert_eq(rhkv_get(c, "k", 1, &v), 0);
+	rhkv_value_free(&v);
+	rhkv_close(c);
+	c = NULL;
+
+	o.user = "bob"; /* alice's password */
+	rc = rhkv_connect(&c, "127.0.0.1", srv.port, &o);
+	if (rc == 0)
+		rc = rhkv_get(c, "k", 1, &v);
+	cr_assert_eq(rc, RHKV_EAUTH, "bob: %s", rhkv_strerror(rc));
+	rhkv_close(c);
+	c = NULL;
+
+	o.user = NULL; /* the password alone names no user */
+	rc = rhkv_connect(&c, "127.0.0.1", srv.port, &o);
+	if (rc == 0)
+		rc = rhkv_get(c, "k", 1, &v);
+	cr_assert_eq(rc, RHKV_EAUTH, "no user: %s", rhkv_strerror(rc));
+}
+
 /* TCP keepalive is on by default with the documented timings, and off
  * when asked. */
 Test(conn, keepalive)

@@ -5,8 +5,10 @@
  * logic runs without sockets. The server sources are compiled in, with
  * coverage.
  *
- * Input: byte 0 chooses the server (bit 0: with a password "pw", bit 1:
- * -I 4k so limits are reached often); bytes 1.. are the stream, cut into
+ * Input: byte 0 chooses the server (bit 0: with an auth file, bit 1: -I 4k
+ * so limits are reached often, bit 2: the file is the user list "u:pw"
+ * rather than the password "pw", so the text protocol reads memcached's
+ * handshake before auth); bytes 1.. are the stream, cut into
  * feeds at points the next two bytes choose, again and again, ending with
  * the peer's EOF. Replies are drained and checked to be non-empty only
  * when the stream asked something; the point is ASan/UBSan and no hang.
@@ -20,6 +22,7 @@
 
 #include "common/log.h"
 #include "common/rcu.h"
+#include "server/auth.h"
 #include "server/conn.h"
 #include "server/transport.h"
 #include "server/server.h"
@@ -31,7 +34,7 @@ struct fake {
 	struct worker w;
 };
 
-static struct fake servers[4];
+static struct fake servers[8];
 static struct evbuffer *replies;
 
 static void setup(struct fake *f, unsigned int kind)
@@ -41,8 +44,12 @@ static void setup(struct fake *f, unsigned int kind)
 	if (config_parse(&f->srv.cfg, 3, argv))
 		abort();
 	if (kind & 1) {
-		f->srv.cfg.password = strdup("pw");
-		f->srv.cfg.password_len = 2;
+		const char *text = kind & 4 ? "u:pw\n" : "pw\n";
+		char err[256];
+
+		if (auth_from_text(&f->srv.auth, "fuzz", text, strlen(text),
+				   err, sizeof(err)))
+			abort();
 	}
 	f->srv.cache = cache_create(1, CACHE_LIMIT);
 	pthread_mutex_init(&f->srv.stats_lock, NULL);
@@ -63,7 +70,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	log_init("fuzz_conn", LOG_ERROR);
 	rhkv_rcu_register_thread();
-	for (unsigned int k = 0; k < 4; k++)
+	for (unsigned int k = 0; k < 8; k++)
 		setup(&servers[k], k);
 	replies = evbuffer_new();
 	return replies ? 0 : 1;
@@ -78,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	f = &servers[data[0] & 3];
+	f = &servers[data[0] & 7];
 	cache_flush(f->srv.cache, 0);
 	cache_set_limit(f->srv.cache, CACHE_LIMIT);
 	c = conn_new_memory(&f->w);

@@ -4,7 +4,8 @@
  * after request, discarding what a too-large value or a refused meta set
  * swallows; checks every answer's invariants, that it depends only on the
  * bytes it consumed, runs the glob of every scan it meets, and round-trips
- * every base64 key through the decoder and encoder.
+ * every base64 key through the decoder and encoder; and reads the same
+ * bytes as memcached's ASCII auth handshake would (proto/text_auth.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "proto/meta.h"
 #include "proto/text.h"
+#include "proto/text_auth.h"
 
 #define CHECK(cond)                                                            \
 	do {                                                                   \
@@ -262,11 +264,49 @@ static void check_meta(const char *buf, size_t n, enum proto_status st,
 	free(exact);
 }
 
+/* memcached's ASCII auth handshake (proto/text_auth.h) over the same
+ * bytes, request after request as before auth: each answer lies within
+ * the bytes, is the same on exactly the bytes it took (at least two: a
+ * lone "\n" waits for a second byte, as in memcached), and names user and
+ * password inside them. */
+static void check_handshakes(const char *buf, size_t size)
+{
+	size_t off = 0;
+
+	while (off < size) {
+		struct proto_text_auth a, again;
+		enum proto_text_auth_status st;
+
+		st = proto_text_auth_parse(buf + off, size - off, &a);
+		if (st == PROTO_TEXT_AUTH_NEED_MORE ||
+		    st == PROTO_TEXT_AUTH_CLOSE)
+			break;
+		CHECK(a.len > 0 && a.len <= size - off);
+		if (a.len >= 2) {
+			CHECK(proto_text_auth_parse(buf + off, a.len, &again) ==
+			      st);
+			CHECK(again.len == a.len && again.error == a.error);
+		}
+		if (st == PROTO_TEXT_AUTH_CREDENTIALS) {
+			CHECK(a.user.len && a.pass.len);
+			CHECK(a.user.off + a.user.len <= a.len);
+			CHECK(a.pass.off + a.pass.len <= a.len);
+			CHECK(!memchr(buf + off + a.user.off, ' ', a.user.len));
+			CHECK(!memchr(buf + off + a.pass.off, ' ', a.pass.len));
+		} else {
+			CHECK(a.error);
+		}
+		off += a.len;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *buf = (const char *)data;
 	size_t off = 0;
 	uint64_t swallow = 0;
+
+	check_handshakes(buf, size);
 
 	while (off < size) {
 		struct proto_req req;

@@ -816,6 +816,22 @@ Test(binary, auth)
 	cr_assert_eq(r.op, PROTO_OP_AUTH);
 	assert_str(r.text, "s3cret pass");
 	cr_assert_eq(r.key.n, 0);
+	cr_assert_null(r.user.p, "no user name sent");
+
+	/* [user, password] */
+	req_begin(PROTO_OP_AUTH, 5, 2);
+	pack_str("alice");
+	pack_str("s3cret");
+	finish();
+	expect_ok(&r);
+	assert_str(r.user, "alice");
+	assert_str(r.text, "s3cret");
+
+	req_begin(PROTO_OP_AUTH, 6, 2);
+	msgpack_pack_nil(&pk);
+	pack_str("s3cret");
+	finish();
+	expect_reject(PROTO_ST_BAD_REQUEST, 6);
 
 	req_begin(PROTO_OP_AUTH, 2, 1);
 	pack_bin("\0\1", 2);
@@ -871,7 +887,7 @@ static const struct {
 	{ PROTO_OP_FLUSH_ALL, 0, 1 },  { PROTO_OP_SCAN, 1, 3 },
 	{ PROTO_OP_STATS, 0, 1 },      { PROTO_OP_VERSION, 0, 0 },
 	{ PROTO_OP_NOOP, 0, 0 },       { PROTO_OP_QUIT, 0, 0 },
-	{ PROTO_OP_AUTH, 1, 1 },       { PROTO_OP_META_GET, 1, 2 },
+	{ PROTO_OP_AUTH, 1, 2 },       { PROTO_OP_META_GET, 1, 2 },
 	{ PROTO_OP_META_SET, 2, 3 },   { PROTO_OP_META_DELETE, 1, 2 },
 	{ PROTO_OP_META_ARITH, 1, 2 }, { PROTO_OP_FLUSH_PREFIX, 1, 1 },
 };

@@ -211,8 +211,9 @@ static const struct status_case cases[] = {
 	CERRNR("flush_all x noreply\r\n", EXPT),
 	/* auth */
 	ERR("auth\r\n"),
-	ERR("auth a b\r\n"),
+	ERR("auth a b c\r\n"),
 	OK("auth s3cret!\r\n"),
+	OK("auth user s3cret!\r\n"),
 	/* cache_memlimit */
 	ERR("cache_memlimit\r\n"),
 	ERR("cache_memlimit 1 x y\r\n"),

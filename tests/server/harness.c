@@ -226,13 +226,18 @@ static const char *server_from_env(void)
 	return v && *v ? v : "memcached";
 }
 
-enum srv_kind srv_kind_from_env(void)
+/* The kind of server the path (or name) v runs. */
+static enum srv_kind kind_of(const char *v)
 {
-	const char *v = server_from_env();
 	const char *base = strrchr(v, '/');
 
 	base = base ? base + 1 : v;
 	return strcmp(base, "memcached") == 0 ? SRV_MEMCACHED : SRV_RHKVD;
+}
+
+enum srv_kind srv_kind_from_env(void)
+{
+	return kind_of(server_from_env());
 }
 
 /* A port that was free a moment ago (bind to port 0, read it back). */
@@ -267,13 +272,13 @@ static unsigned long parse_size(const char *s)
 }
 
 /* Fills ARGV (static strings and the two buffers) for one start. */
-static int build_argv(const char **argv, enum srv_kind kind,
+static int build_argv(const char **argv, const char *server, enum srv_kind kind,
 		      const char *const *extra, char *portbuf, char *chunkbuf,
 		      const char *tlsportbuf)
 {
 	int n = 0;
 
-	argv[n++] = server_from_env();
+	argv[n++] = server;
 	if (kind == SRV_MEMCACHED) {
 		argv[n++] = "-u";
 		argv[n++] = "root";
@@ -372,8 +377,10 @@ static int wait_ready(struct srv *s)
 		}
 		if (n > 8 && strncmp(s->version, "VERSION ", 8) == 0)
 			return 0;
-		/* Started with a password: up, but it answers nothing yet. */
-		if (n > 0 && strstr(s->version, "authentication required")) {
+		/* Started with a password, or a user list (memcached's -Y):
+		 * up, but it answers nothing yet. */
+		if (n > 0 && (strstr(s->version, "authentication required") ||
+			      strstr(s->version, "unauthenticated"))) {
 			s->version[0] = '\0';
 			return 0;
 		}
@@ -387,12 +394,17 @@ static int wait_ready(struct srv *s)
 
 int srv_start(struct srv *s, const char *const *extra)
 {
+	return srv_start_as(s, server_from_env(), extra);
+}
+
+int srv_start_as(struct srv *s, const char *server, const char *const *extra)
+{
 	const char *argv[MAX_ARGS];
 	char portbuf[16], chunkbuf[48], tlsportbuf[16];
 	bool tls;
 
 	memset(s, 0, sizeof(*s));
-	s->kind = srv_kind_from_env();
+	s->kind = kind_of(server);
 	tls = tls_mode(s->kind);
 	if (tls && tls_certificate())
 		return -1;
@@ -405,7 +417,7 @@ int srv_start(struct srv *s, const char *const *extra)
 		snprintf(portbuf, sizeof(portbuf), "%d", s->port);
 		s->tls_port = tls ? free_port() : 0;
 		snprintf(tlsportbuf, sizeof(tlsportbuf), "%d", s->tls_port);
-		if (build_argv(argv, s->kind, extra, portbuf, chunkbuf,
+		if (build_argv(argv, server, s->kind, extra, portbuf, chunkbuf,
 			       tls ? tlsportbuf : NULL) < 0) {
 			fprintf(stderr, "harness: too many server flags\n");
 			return -1;

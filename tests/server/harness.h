@@ -43,7 +43,7 @@ struct srv {
 	int port;	  /* 127.0.0.1 port it listens on */
 	int tls_port;	  /* its TLS port under RHKV_TEST_TLS, else 0 */
 	char version[80]; /* its reply to "version", "\r\n" included;
-			     "" when it requires auth (--auth-file) */
+			     "" when it requires auth (-Y, --auth-file) */
 };
 
 /* Default deadline of one reply, in milliseconds: generous, as a sanitizer
@@ -66,6 +66,10 @@ enum srv_kind srv_kind_from_env(void);
  * server. Returns 0, or -1 with a message on stderr.
  */
 int srv_start(struct srv *s, const char *const *extra);
+/* As srv_start, for the server SERVER (a path to rhkvd, or `memcached`)
+ * whatever RHKV_TEST_SERVER says: a reference server beside the one under
+ * test. */
+int srv_start_as(struct srv *s, const char *server, const char *const *extra);
 
 /*
  * SIGTERM, then SIGKILL if it has not exited within 30 s (a sanitizer build

@@ -157,7 +157,8 @@ stop_checked() {
 auth_password='s3cret!'
 start_auth_server() {
 	if ! is_memcached; then
-		printf '%s\n' "$auth_password" >"$1/password"
+		# rhkvd refuses an auth file others may read
+		(umask 077 && printf '%s\n' "$auth_password" >"$1/password")
 		start_server --auth-file "$1/password"
 	elif command -v saslpasswd2 >/dev/null &&
 		compgen -G '/usr/lib/*/sasl2/libplain.so*' >/dev/null; then

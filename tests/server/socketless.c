@@ -2,8 +2,10 @@
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/rcu.h"
+#include "server/auth.h"
 #include "server/conn.h"
 #include "server/transport.h"
 #include "socketless.h"
@@ -28,10 +30,21 @@ void socketless_start(struct server *srv, struct worker *w)
 	srv->nworkers = 1;
 }
 
+void socketless_auth(struct server *srv, const char *text)
+{
+	char err[256];
+
+	auth_destroy(&srv->auth);
+	cr_assert_eq(auth_from_text(&srv->auth, "test", text, strlen(text), err,
+				    sizeof(err)),
+		     0, "%s", err);
+}
+
 void socketless_stop(struct server *srv, struct worker *w)
 {
 	while (w->conns)
 		conn_close(w->conns);
+	auth_destroy(&srv->auth);
 	cache_destroy(srv->cache);
 	free(w->lat);
 	stats_detail_free(srv);

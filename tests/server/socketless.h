@@ -16,6 +16,10 @@ void socketless_start(struct server *srv, struct worker *w);
 /* Closes w's connections and frees what socketless_start made. */
 void socketless_stop(struct server *srv, struct worker *w);
 
+/* Requires authentication with the auth file text (auth.h's forms) for the
+ * connections opened from now on; socketless_stop frees it. */
+void socketless_auth(struct server *srv, const char *text);
+
 /* The same, with a buffer for the replies of in-memory connections. */
 void socketless_open(struct server *srv, struct worker *w,
 		     struct evbuffer **replies);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/auth.h"
 #include "server/conn.h"
 #include "server/transport.h"
 #include "socketless.h"
@@ -116,15 +117,14 @@ Test(conn_memory, password_gates_commands)
 {
 	struct conn *c;
 
-	srv.cfg.password = "pw";
-	srv.cfg.password_len = 2;
+	socketless_auth(&srv, "pw\n");
 	c = conn_new_memory(&w);
 	cr_assert(conn_memory_feed(c, "get a\r\nauth pw\r\nget a\r\n", 23,
 				   false, replies));
 	cr_assert_str_eq(take(), "CLIENT_ERROR authentication required\r\n"
 				 "OK\r\nEND\r\n");
 	conn_close(c);
-	srv.cfg.password = NULL;
+	auth_destroy(&srv.auth);
 }
 
 /* A get line of n bytes of keys that are not there, without its "\r\n". */

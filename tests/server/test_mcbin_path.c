@@ -455,8 +455,7 @@ Test(mcbin_path, stat_general_group_reset_and_unknown)
 
 static void use_password(void)
 {
-	srv.cfg.password = "pw";
-	srv.cfg.password_len = 2;
+	socketless_auth(&srv, "pw\n");
 }
 
 static void plain(struct out *o, uint8_t op, const char *msg, size_t n)

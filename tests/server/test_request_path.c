@@ -50,8 +50,7 @@ static void feed_str(struct conn *c, const char *s)
 
 static void use_password(void)
 {
-	srv.cfg.password = "pw";
-	srv.cfg.password_len = 2;
+	socketless_auth(&srv, "pw\n");
 }
 
 TestSuite(request_path, .init = setup, .fini = teardown, .timeout = 60);
