@@ -6,7 +6,9 @@
  * its argument and its range, its default, its help, its error message,
  * where it lands in struct config and its name in `stats settings`.
  * --help, the defaults, getopt's tables, the parsing and config_each() are
- * all generated from that table.
+ * all generated from that table. memcached 1.6.18's options are rows of it
+ * too, under memcached's letters and long names; config_memcached.c holds
+ * its -l syntax and -o list, and says what rhkvd does with each.
  */
 #include "config.h"
 
@@ -14,12 +16,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cache.h"
+#include "config_internal.h"
 
 /* What an option's argument is, and how it is stored. */
 enum opt_type {
@@ -33,6 +37,10 @@ enum opt_type {
 	OPT_COUNT,   /* no argument, repeatable (-vv): counts into an int */
 	OPT_HELP,    /* prints --help and stops */
 	OPT_VERSION, /* prints the version and stops */
+	OPT_CUSTOM,  /* .apply parses it (config_memcached.c) */
+	OPT_IGNORED, /* memcached's, for what rhkvd lacks: noted (help says
+		      * why); not noted when the argument is .def_str */
+	OPT_REFUSED, /* memcached's, refused: the help says why */
 };
 
 struct opt {
@@ -52,7 +60,8 @@ struct opt {
 	size_t off, size;
 	/* Special cases, where a type does not say it all: */
 	void (*late)(struct config *cfg); /* computes a default after parsing */
-	const char *(*show)(const struct config *cfg); /* its stats value */
+	const char *(*show)(const struct config *cfg);	   /* its stats value */
+	int (*apply)(struct config *cfg, const char *arg); /* OPT_CUSTOM */
 };
 
 #define AT(field)                              \
@@ -84,11 +93,17 @@ static const char *show_flush_enabled(const struct config *cfg)
 	return cfg->disable_flush_all ? "no" : "yes";
 }
 
+static void delimiter_default(struct config *cfg)
+{
+	if (!cfg->detail_delim)
+		cfg->detail_delim = ':';
+}
+
 /*
  * OPTION(long name, short letter or 0, type, argument's name in --help or
  * NULL, help, then what applies of: .min/.max (RANGE), .def, .def_str,
  * .def_text, .env, where it lands (AT), .stat, the error message (BAD),
- * and the hooks .late and .show).
+ * and the hooks .late, .show and .apply).
  */
 #define OPTION(long_name, letter, kind, arg_name, help_text, ...)      \
 	{                                                              \
@@ -119,7 +134,7 @@ static const struct opt options[] = {
 	OPTION("memory-limit", 'm', OPT_MIB, "MIB", "memory for items, MiB",
 	       RANGE(1, 1 << 30), .def = 64, AT(memory_limit),
 	       .stat = "maxbytes", BAD("memory limit", "not a number of MiB")),
-	OPTION("memory-file", 0, OPT_STRING, "PATH",
+	OPTION("memory-file", 'e', OPT_STRING, "PATH",
 	       "keep the items in PATH (tmpfs) and come back with them after "
 	       "a graceful stop (SIGTERM, SIGUSR1)",
 	       AT(memory_file), .stat = "memory_file"),
@@ -143,11 +158,11 @@ static const struct opt options[] = {
 	OPTION("user", 'u', OPT_STRING, "USER",
 	       "drop privileges to USER after binding", AT(user),
 	       .stat = "user"),
-	/* Not kept: memcached's flag, accepted only as 0. */
-	OPTION("udp-port", 'U', OPT_INT, "0",
-	       "accepted for compatibility; no UDP", RANGE(0, 0), .def = 0,
-	       .stat = "udpport",
-	       BAD("UDP port", "UDP is never served; only 0")),
+	/* Not kept: memcached's t/ files pass a port with -l. */
+	OPTION("udp-port", 'U', OPT_IGNORED, "PORT",
+	       "ignored: rhkvd serves no UDP (-U 0, memcached's default, "
+	       "is silent)",
+	       .def_str = "0", .stat = "udpport"),
 	OPTION("idle-timeout", 0, OPT_INT, "SECS",
 	       "close connections that complete no request for SECS; 0: off",
 	       RANGE(0, 1 << 30), .def = 300, AT(idle_timeout),
@@ -236,6 +251,73 @@ static const struct opt options[] = {
 	OPTION("tls-ktls", 0, OPT_FLAG, NULL,
 	       "let the kernel encrypt TLS records where it can (kTLS)",
 	       AT(tls_ktls), .stat = "ssl_ktls"),
+	/* memcached's options beyond rhkvd's own (config_memcached.c). */
+	OPTION("enable-ssl", 'Z', OPT_FLAG, NULL,
+	       "the -p listeners speak TLS, but those of -l notls:ADDR "
+	       "(memcached's switch; --tls-port adds TLS listeners beside "
+	       "plain ones instead)",
+	       AT(tls_all)),
+	OPTION("extended", 'o', OPT_CUSTOM, "LIST",
+	       "memcached's comma-separated extended options: see below",
+	       .apply = config__extended),
+	OPTION("daemon", 'd', OPT_FLAG, NULL,
+	       "run in the background; returns 0 once listening, or the "
+	       "start's exit code",
+	       AT(daemonize)),
+	OPTION("pidfile", 'P', OPT_STRING, "FILE",
+	       "write the process id to FILE once listening; removed at exit",
+	       AT(pid_file)),
+	OPTION("enable-coredumps", 'r', OPT_FLAG, NULL,
+	       "raise the core file size limit to its maximum", AT(coredumps)),
+	OPTION("lock-memory", 'k', OPT_FLAG, NULL,
+	       "lock all memory in RAM (mlockall); a warning if refused",
+	       AT(lock_memory)),
+	OPTION("listen-backlog", 'b', OPT_INT, "N",
+	       "connections the kernel queues for each listener",
+	       RANGE(1, 1 << 20), .def = 1024, AT(backlog),
+	       .stat = "tcp_backlog",
+	       BAD("listen backlog", "not in 1..1048576")),
+	OPTION("protocol", 'B', OPT_CUSTOM, "NAME",
+	       "memcached's protocols a connection may speak: auto (text or "
+	       "binary, by its first byte), ascii or binary; rhkv's msgpack "
+	       "frames in any case",
+	       .def_text = "auto", .apply = config__protocol),
+	OPTION("enable-sasl", 'S', OPT_FLAG, NULL,
+	       "binary protocol only, with SASL PLAIN against --auth-file",
+	       AT(sasl)),
+	OPTION("disable-dumping", 'X', OPT_FLAG, NULL,
+	       "refuse stats cachedump and lru_crawler metadump",
+	       AT(disable_dumping)),
+	OPTION("disable-watch", 'W', OPT_FLAG, NULL, "refuse watch",
+	       AT(disable_watch)),
+	OPTION("prefix-delimiter", 'D', OPT_CUSTOM, "C",
+	       "stats detail: count per key prefix up to C, from the start "
+	       "(default ':', counting off until stats detail on)",
+	       .late = delimiter_default, .apply = config__delimiter),
+	OPTION("license", 'i', OPT_CUSTOM, NULL, "print the licenses",
+	       .apply = config__license),
+	/* memcached's, for parts rhkvd does not have: accepted, and main.c
+	 * logs a line at start saying so. */
+	OPTION("slab-growth-factor", 'f', OPT_IGNORED, "F",
+	       "ignored: no slab classes (items of every size share "
+	       "segments)"),
+	OPTION("slab-min-size", 'n', OPT_IGNORED, "BYTES",
+	       "ignored: no slab classes (items of every size share "
+	       "segments)"),
+	OPTION("enable-largepages", 'L', OPT_IGNORED, NULL,
+	       "ignored: rhkvd does not preallocate -m (transparent huge "
+	       "pages apply as the kernel is set)"),
+	OPTION("max-reqs-per-event", 'R', OPT_IGNORED, "N",
+	       "ignored: a connection yields when its output passes "
+	       "--output-limit, not after a count of requests"),
+	OPTION("disable-cas", 'C', OPT_IGNORED, NULL,
+	       "ignored: every item keeps its CAS value"),
+	OPTION("napi-ids", 'N', OPT_IGNORED, "N",
+	       "ignored: connections go to the workers in turn (or by "
+	       "--reuseport)"),
+	OPTION("disable-evictions", 'M', OPT_REFUSED, NULL,
+	       "refused: rhkvd always evicts when -m is full; no mode answers "
+	       "out of memory instead"),
 	OPTION("verbose", 'v', OPT_COUNT, NULL, "more logging (-vv: debug)",
 	       AT(verbose), .stat = "verbosity"),
 	OPTION("help", 'h', OPT_HELP, NULL, "this help"),
@@ -358,6 +440,18 @@ static void print_wrapped(FILE *f, int col, const char *text)
 	fputc('\n', f);
 }
 
+void config__help_line(FILE *f, const char *left, const char *text)
+{
+	int col = fprintf(f, "  %s", left);
+
+	if (col > HELP_COLUMN - 2) {
+		fputc('\n', f);
+		col = 0;
+	}
+	fprintf(f, "%*s", HELP_COLUMN - col, "");
+	print_wrapped(f, HELP_COLUMN, text);
+}
+
 static void print_help(FILE *f)
 {
 	fputs("usage: rhkvd [options]\n", f);
@@ -387,6 +481,7 @@ static void print_help(FILE *f)
 				 " (also %s)", o->env);
 		print_wrapped(f, HELP_COLUMN, text);
 	}
+	config__print_extended(f);
 }
 
 /* Parses an integer in [min, max]; base 8 for masks. */
@@ -433,9 +528,54 @@ static int bad(const char *opt, const char *arg, const char *why)
 	return CONFIG_EXIT_USAGE;
 }
 
+int config__usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rhkvd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\ntry 'rhkvd --help'\n", stderr);
+	return CONFIG_EXIT_USAGE;
+}
+
+void config__note(struct config *cfg, const char *fmt, ...)
+{
+	char line[CONFIG_NOTE_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	for (int i = 0; i < cfg->nnotes; i++)
+		if (!strcmp(cfg->notes[i], line))
+			return;
+	if (cfg->nnotes == CONFIG_MAX_NOTES)
+		snprintf(line, sizeof(line), "and more options ignored");
+	else
+		cfg->nnotes++;
+	memcpy(cfg->notes[cfg->nnotes - 1], line, sizeof(line));
+}
+
+/* memcached's options for what rhkvd lacks, and those it refuses. */
+static int ignore_or_refuse(struct config *cfg, const struct opt *o,
+			    const char *arg)
+{
+	if (o->type == OPT_REFUSED)
+		return config__usage("-%c (--%s) %s", o->flag, o->name,
+				     o->help);
+	if (arg && o->def_str && !strcmp(arg, o->def_str))
+		return 0; /* the value that asks for nothing */
+	config__note(cfg, "-%c%s%s (--%s) %s", o->flag, arg ? " " : "",
+		     arg ? arg : "", o->name, o->help);
+	return 0;
+}
+
 static void defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->tls_wbuf_size = 16 * 1024; /* memcached's ssl_wbuf_size */
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const struct opt *o = &options[i];
 		const char *env = o->env ? getenv(o->env) : NULL;
@@ -488,10 +628,7 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 		store_str(cfg, o, arg);
 		return 0;
 	case OPT_LIST:
-		if (cfg->nlisten == CONFIG_MAX_LISTEN)
-			return bad(o->what, arg, o->why);
-		cfg->listen[cfg->nlisten++] = arg;
-		return 0;
+		return config__listen(cfg, arg);
 	case OPT_FLAG:
 		*(bool *)((char *)cfg + o->off) = true;
 		return 0;
@@ -504,14 +641,65 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 	case OPT_VERSION:
 		printf("rhkvd %s\n", RHKV_VERSION);
 		return 1;
+	case OPT_CUSTOM:
+		return o->apply(cfg, arg);
+	case OPT_IGNORED:
+	case OPT_REFUSED:
+		return ignore_or_refuse(cfg, o, arg);
 	}
+	return 0;
+}
+
+int config__set(struct config *cfg, const char *name, const char *value)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (!strcmp(options[i].name, name))
+			return parse_one(cfg, &options[i], value);
+	return config__usage("no option --%s", name);
+}
+
+/* Whether code's option was on the command line (seen: by option). */
+static bool given(const bool *seen, int code)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (opt_code(i) == code)
+			return seen[i];
+	return false;
+}
+
+/* memcached's rules between options, where rhkvd's defaults differ. */
+static int memcached_rules(struct config *cfg, const bool *seen)
+{
+	/* -s alone: the unix socket only ("disables network support");
+	 * with -p, -l or --tls-port rhkvd listens on both. */
+	if (cfg->unix_socket && !given(seen, 'p') && !given(seen, 'l') &&
+	    !cfg->tls_port)
+		cfg->port = 0;
+	/* -S: SASL, which only memcached's binary protocol carries. */
+	if (cfg->sasl) {
+		if (given(seen, 'B') && cfg->protocol != CONFIG_PROTO_BINARY)
+			return config__usage("you cannot allow the ASCII "
+					     "protocol while using SASL (-S "
+					     "takes -B binary)");
+		cfg->protocol = CONFIG_PROTO_BINARY;
+	}
+	for (int i = 0; i < cfg->nlisten; i++)
+		if (cfg->listen_notls[i] && !cfg->tls_all)
+			return config__usage("-l notls:%s: 'notls' is valid "
+					     "only when TLS is enabled (-Z)",
+					     cfg->listen[i]);
 	return 0;
 }
 
 /* What no single option says: rules across options. */
 static int check_combination(const struct config *cfg)
 {
-	if (cfg->port == 0 && !cfg->unix_socket && !cfg->tls_port) {
+	bool own_port = false;
+
+	for (int i = 0; i < cfg->nlisten; i++)
+		own_port |= cfg->listen_port[i] != 0;
+	if (cfg->port == 0 && !own_port && !cfg->unix_socket &&
+	    !cfg->tls_port) {
 		fprintf(stderr, "rhkvd: -p 0 turns TCP off and neither a unix "
 				"socket (-s PATH) nor --tls-port is given: "
 				"nothing to listen on\n");
@@ -533,6 +721,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 {
 	struct option longopts[NOPTIONS + 1];
 	char shortopts[2 + 2 * NOPTIONS] = ":";
+	bool seen[NOPTIONS] = { false };
 	size_t n = 1;
 	int code, rc;
 
@@ -544,6 +733,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			.has_arg = has_arg ? required_argument : no_argument,
 			.val = opt_code(i),
 		};
+		/* memcached's --verbose takes a value, which it ignores. */
+		if (options[i].type == OPT_COUNT)
+			longopts[i].has_arg = optional_argument;
 		if (options[i].flag) {
 			shortopts[n++] = options[i].flag;
 			if (has_arg)
@@ -573,6 +765,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			fprintf(stderr, "try 'rhkvd --help'\n");
 			return CONFIG_EXIT_USAGE;
 		}
+		seen[i] = true;
 		rc = parse_one(cfg, &options[i], optarg);
 		if (rc)
 			return rc;
@@ -588,7 +781,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		if (options[i].late)
 			options[i].late(cfg);
 	}
-	return check_combination(cfg);
+	rc = memcached_rules(cfg, seen);
+	return rc ? rc : check_combination(cfg);
 }
 
 /* The password: the file's first line, without its line end. */
@@ -645,15 +839,24 @@ static bool is_loopback(const char *addr)
 	return false;
 }
 
+bool config_tls_enabled(const struct config *cfg)
+{
+	return cfg->tls_port || cfg->tls_all;
+}
+
 /* The TLS options make sense together (tls.c loads the files). */
 static int check_tls(const struct config *cfg)
 {
 	const char *why = NULL;
 
-	if (!cfg->tls_port)
+	if (!config_tls_enabled(cfg))
 		return 0;
 	if (!cfg->tls_cert || !cfg->tls_key)
-		why = "--tls-port needs --tls-cert and --tls-key";
+		why = cfg->tls_port
+			      ? "--tls-port needs --tls-cert and --tls-key"
+			      : "-Z needs a certificate and its key: "
+				"-o ssl_chain_cert=FILE,ssl_key=FILE "
+				"(--tls-cert, --tls-key)";
 	else if (strcmp(cfg->tls_verify, "none") &&
 		 strcmp(cfg->tls_verify, "optional") &&
 		 strcmp(cfg->tls_verify, "require"))
@@ -676,8 +879,25 @@ static int check_tls(const struct config *cfg)
  * certificate that the configured CA signed. */
 static bool tls_guards_access(const struct config *cfg)
 {
-	return cfg->tls_port && cfg->tls_ca &&
+	return config_tls_enabled(cfg) && cfg->tls_ca &&
 	       strcmp(cfg->tls_verify, "require") == 0;
+}
+
+/* Whether -l's entry i has a plain TCP listener, and a TLS one (main.c
+ * starts them alike). */
+static bool listens_plain(const struct config *cfg, int i)
+{
+	int port = cfg->listen_port[i] ? cfg->listen_port[i] : cfg->port;
+
+	return port && (!cfg->tls_all || cfg->listen_notls[i]);
+}
+
+static bool listens_tls(const struct config *cfg, int i)
+{
+	int port = cfg->listen_port[i] ? cfg->listen_port[i] : cfg->port;
+
+	return (port && cfg->tls_all && !cfg->listen_notls[i]) ||
+	       (cfg->tls_port && !cfg->listen_port[i]);
 }
 
 int config_check_access(struct config *cfg)
@@ -688,14 +908,17 @@ int config_check_access(struct config *cfg)
 		return rc;
 	if (cfg->auth_file && *cfg->auth_file && (rc = load_password(cfg)) != 0)
 		return rc;
+	if (cfg->sasl && !(cfg->auth_file && *cfg->auth_file))
+		return config__usage("-S checks SASL PLAIN against a password: "
+				     "--auth-file FILE");
 	if (cfg->password || cfg->no_protected_mode)
 		return 0;
-	/* -p 0: no plain TCP listener, whatever -l says; a TLS one needs no
-	 * password when it requires client certificates. */
-	if (cfg->port == 0 && (!cfg->tls_port || tls_guards_access(cfg)))
-		return 0;
+	/* Each address: a plain listener needs a password beyond loopback;
+	 * a TLS one needs none when it requires client certificates. */
 	for (int i = 0; i < cfg->nlisten; i++) {
-		if (is_loopback(cfg->listen[i]))
+		if (is_loopback(cfg->listen[i]) ||
+		    (!listens_plain(cfg, i) &&
+		     (!listens_tls(cfg, i) || tls_guards_access(cfg))))
 			continue;
 		fprintf(stderr,
 			"rhkvd: refusing to listen on %s, which is not a "
@@ -756,12 +979,7 @@ static const char *setting(const struct config *cfg, const struct opt *o,
 		str = load_str(cfg, o);
 		return str ? str : "NULL";
 	case OPT_LIST:
-		buf[0] = '\0';
-		for (int i = 0; i < cfg->nlisten; i++) {
-			if (i)
-				strncat(buf, ",", len - strlen(buf) - 1);
-			strncat(buf, cfg->listen[i], len - strlen(buf) - 1);
-		}
+		config__listen_text(cfg, buf, len);
 		return buf;
 	case OPT_FLAG:
 		return *(const bool *)field ? "yes" : "no";
@@ -789,12 +1007,14 @@ void config_each(const struct config *cfg,
 	fn("cas_enabled", "yes", arg);
 	fn("evictions", "on", arg);
 	fn("maxconns_fast", "yes", arg);
-	fn("binding_protocol", "auto-negotiate", arg);
-	fn("dump_enabled", "yes", arg);
+	fn("binding_protocol", config__protocol_name(cfg), arg);
+	fn("dump_enabled", cfg->disable_dumping ? "no" : "yes", arg);
 	fn("hash_algorithm", "siphash13", arg);
 	fn("lru_crawler", "yes", arg);
 	fn("lru_segmented", "no", arg);
 	fn("temp_lru", "no", arg);
 	fn("track_sizes", "no", arg);
-	fn("ssl_enabled", cfg->tls_port ? "yes" : "no", arg);
+	fn("ssl_enabled", config_tls_enabled(cfg) ? "yes" : "no", arg);
+	snprintf(buf, sizeof(buf), "%" PRIu32, cfg->tls_wbuf_size);
+	fn("ssl_wbuf_size", buf, arg);
 }

@@ -382,7 +382,8 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
 	 * holds); `stats detail` switches counting at run time. */
 	snprintf(cap, sizeof(cap), "%" PRIu64, cache_limit_max(srv->cache));
 	stats__put_text(k, "maxbytes_cap", NULL, cap);
-	stats__put_text(k, "stat_key_prefix", NULL, ":");
+	stats__put_text(k, "stat_key_prefix", NULL,
+			(char[]){ srv->cfg.detail_delim, '\0' });
 	stats__put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
 	stats__put_text(
 		k, "detail_enabled", NULL,
