@@ -16,8 +16,8 @@
 #include "rhkv_version.h"
 
 #define CONFIG_MAX_LISTEN 16
-/* Room for the -l values, copied to be split at memcached's separators. */
-#define CONFIG_LISTEN_TEXT 1024
+/* Room for the -l and -o values, copied to be split at their separators. */
+#define CONFIG_TEXT 4096
 /* Lines logged at start, one per option accepted and ignored. */
 #define CONFIG_MAX_NOTES 24
 #define CONFIG_NOTE_LEN	 200
@@ -42,8 +42,8 @@ struct config {
 	int listen_port[CONFIG_MAX_LISTEN];
 	bool listen_notls[CONFIG_MAX_LISTEN];
 	int nlisten;
-	char listen_text[CONFIG_LISTEN_TEXT];
-	size_t listen_used;
+	char text[CONFIG_TEXT]; /* -l's and -o's values, split in place */
+	size_t text_used;
 	const char *unix_socket;
 	unsigned int unix_mask;
 	int threads;

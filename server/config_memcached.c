@@ -30,7 +30,7 @@
 
 /* ---- -l: [notls:]HOST[:PORT], or [IPV6]:PORT, lists split at , and ; */
 
-/* One entry of -l into cfg (p is inside cfg->listen_text). */
+/* One entry of -l into cfg (p is inside cfg->text). */
 static int listen_entry(struct config *cfg, char *p)
 {
 	bool notls = false;
@@ -90,16 +90,27 @@ static int listen_entry(struct config *cfg, char *p)
 	return 0;
 }
 
-int config__listen(struct config *cfg, const char *arg)
+/* A copy of arg in cfg->text, which lives as long as cfg: what the
+ * options point to once it is split. NULL when full. */
+static char *keep(struct config *cfg, const char *arg)
 {
 	size_t n = strlen(arg) + 1;
-	char *copy = cfg->listen_text + cfg->listen_used, *save = NULL;
+	char *copy = cfg->text + cfg->text_used;
+
+	if (n > sizeof(cfg->text) - cfg->text_used)
+		return NULL;
+	memcpy(copy, arg, n);
+	cfg->text_used += n;
+	return copy;
+}
+
+int config__listen(struct config *cfg, const char *arg)
+{
+	char *copy = keep(cfg, arg), *save = NULL;
 	int rc = 0;
 
-	if (n > sizeof(cfg->listen_text) - cfg->listen_used)
+	if (!copy)
 		return config__usage("invalid listen '%s': too long", arg);
-	memcpy(copy, arg, n);
-	cfg->listen_used += n;
 	for (char *p = strtok_r(copy, ",;", &save); p && !rc;
 	     p = strtok_r(NULL, ",;", &save))
 		rc = listen_entry(cfg, p);
@@ -470,16 +481,21 @@ static const struct subopt *find_subopt(const char *key, size_t n)
 	return NULL;
 }
 
-/* One KEY or KEY=VALUE of -o (piece is NUL-terminated). */
-static int extended_one(struct config *cfg, const char *piece)
+/* One KEY or KEY=VALUE of -o (piece is NUL-terminated, in cfg->text). */
+static int extended_one(struct config *cfg, char *piece)
 {
-	const char *eq = strchr(piece, '=');
-	size_t n = eq ? (size_t)(eq - piece) : strlen(piece);
-	const char *value = eq ? eq + 1 : NULL;
-	const struct subopt *s = find_subopt(piece, n);
+	char *eq = strchr(piece, '=');
+	const char *value = NULL;
+	const struct subopt *s;
 
+	if (eq) {
+		*eq = '\0';
+		value = eq + 1;
+	}
+	s = find_subopt(piece, strlen(piece));
 	if (!s)
-		return config__usage("illegal suboption \"%s\" in -o", piece);
+		return config__usage("illegal suboption \"%s%s%s\" in -o",
+				     piece, eq ? "=" : "", eq ? value : "");
 	if (s->value == SUB_NEEDS && !value)
 		return config__usage("-o %s needs a value (%s=%s)", s->key,
 				     s->key, s->arg);
@@ -502,23 +518,23 @@ static int extended_one(struct config *cfg, const char *piece)
 
 int config__extended(struct config *cfg, const char *arg)
 {
+	char *p = keep(cfg, arg);
+
+	if (!p)
+		return config__usage("-o %.40s...: too long", arg);
 	/* Split at every comma, as getsubopt(3) does; the list ends at
 	 * the string's end, so "a,", but not ",a", is "a" alone. */
-	while (*arg) {
-		size_t n = strcspn(arg, ",");
-		char piece[1024];
+	while (*p) {
+		char *comma = strchr(p, ',');
 		int rc;
 
-		if (n >= sizeof(piece))
-			return config__usage("-o: option too long: %.40s...",
-					     arg);
-		memcpy(piece, arg, n);
-		piece[n] = '\0';
-		if ((rc = extended_one(cfg, piece)) != 0)
+		if (comma)
+			*comma = '\0';
+		if ((rc = extended_one(cfg, p)) != 0)
 			return rc;
-		arg += n;
-		if (*arg == ',')
-			arg++;
+		if (!comma)
+			break;
+		p = comma + 1;
 	}
 	return 0;
 }

@@ -377,7 +377,12 @@ static const struct row rows[] = {
 	{ { "-o", "idle_timeout=1,,modern" }, REFUSED, .says = "\"\"" },
 	{ { "-o", "hashpower" }, REFUSED, .says = "hashpower" },
 	{ { "-o", "bogus" }, REFUSED, .says = "\"bogus\"" },
-	/* Each -o on its own: memcached takes them all. */
+	/* Each -o on its own: memcached takes them all; a value outlives
+	 * the parsing of the next one. */
+	{ { "-o", "ssl_chain_cert=/c", "-o", "ssl_ca_cert=/a/longer/path" },
+	  APPLIED,
+	  .stat = "ssl_chain_cert",
+	  "/c" },
 	{ { "-o", "hashpower=20", "-o", "idle_timeout=8" },
 	  IGNORED,
 	  .stat = "idle_timeout",
