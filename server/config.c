@@ -160,8 +160,8 @@ static const struct opt options[] = {
 	       .stat = "user"),
 	/* Not kept: memcached's t/ files pass a port with -l. */
 	OPTION("udp-port", 'U', OPT_IGNORED, "PORT",
-	       "ignored: rhkvd serves no UDP",
-	       .def_str = "0", .stat = "udpport"),
+	       "ignored: rhkvd serves no UDP", .def_str = "0",
+	       .stat = "udpport"),
 	OPTION("idle-timeout", 0, OPT_INT, "SECS",
 	       "close connections that complete no request for SECS; 0: off",
 	       RANGE(0, 1 << 30), .def = 300, AT(idle_timeout),

@@ -108,7 +108,10 @@ int process_enable_coredumps(void)
 
 int process_lock_memory(void)
 {
-	return mlockall(MCL_CURRENT | MCL_FUTURE);
+	/* On fault: the cache reserves its address space at start (far more
+	 * than -m), and locking it whole would fill RAM with it; pages are
+	 * locked as they come into use, which is what memcached's -k locks. */
+	return mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT);
 }
 
 int process_write_pid(const char *path)

@@ -30,7 +30,9 @@ void process_ready(bool keep_stderr, bool stay_in_dir);
  * when core files stay off. */
 int process_enable_coredumps(void);
 
-/* -k: mlockall(MCL_CURRENT | MCL_FUTURE); -1 (errno) when refused. */
+/* -k: every page in use stays in RAM (mlockall, the pages locked as they
+ * are first touched, not the whole reserved address space); -1 (errno)
+ * when refused. */
 int process_lock_memory(void);
 
 /* -P: writes the process id to path (through path.tmp, renamed, so that

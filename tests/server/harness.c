@@ -274,12 +274,12 @@ static int build_argv(const char **argv, enum srv_kind kind,
 	int n = 0;
 
 	argv[n++] = server_from_env();
-	if (kind == SRV_MEMCACHED) {
-		argv[n++] = "-u";
-		argv[n++] = "root";
-		argv[n++] = "-U";
-		argv[n++] = "0";
-	}
+	/* memcached's words, which rhkvd takes too: memcached refuses to run
+	 * as root without -u. */
+	argv[n++] = "-u";
+	argv[n++] = "root";
+	argv[n++] = "-U";
+	argv[n++] = "0";
 	argv[n++] = "-p";
 	argv[n++] = portbuf;
 	argv[n++] = "-l";
