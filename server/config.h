@@ -91,6 +91,7 @@ struct config {
 	bool sasl;	      /* -S: SASL required, binary protocol */
 	bool disable_dumping; /* -X: stats cachedump, lru_crawler metadump */
 	bool disable_watch;   /* -W: the watch command */
+	bool sweep_off; /* -o no_lru_crawler: the expiry sweep starts paused */
 	char detail_delim;    /* -D: stats detail's prefix delimiter (and on) */
 	bool detail_at_start; /* -D given: stats detail counts from start */
 	/* What was accepted and ignored: main.c logs each line at start. */

@@ -220,6 +220,35 @@ struct subopt {
 	const char *help; /* --help's text for the group, when not .to */
 };
 
+/* The crawler's switches: rhkvd's expiry sweep starts paused, as after
+ * `lru_crawler disable` (items that expire are then reclaimed when met or
+ * evicted, as memcached's are without its crawler). */
+static int lru_crawler(struct config *cfg, const char *v)
+{
+	(void)v;
+	cfg->sweep_off = false;
+	return 0;
+}
+
+static int no_lru_crawler(struct config *cfg, const char *v)
+{
+	(void)v;
+	cfg->sweep_off = true;
+	return 0;
+}
+
+/* no_modern: memcached 1.4's defaults, of which rhkvd has the crawler's
+ * (off) alone. */
+static int no_modern(struct config *cfg, const char *v)
+{
+	cfg->sweep_off = true;
+	config__note(cfg, "-o no_modern: the expiry sweep starts paused "
+			  "(lru_crawler enable starts it); memcached 1.4's "
+			  "slab and LRU defaults ignored, rhkvd has neither");
+	(void)v;
+	return 0;
+}
+
 /* read_buf_mem_limit=MB, 0 unlimited: --conn-memory, whose cap is never
  * off (0 leaves its default). */
 static int read_buf_mem_limit(struct config *cfg, const char *v)
@@ -341,14 +370,12 @@ static const struct subopt subopts[] = {
 	SUB("hash_algorithm", SUB_NEEDS, SUB_IGNORE, "NAME",
 	    "ignored: the hash table hashes with SipHash-1-3",
 	    .label = "hash_algorithm=NAME"),
-	SUB("lru_crawler", SUB_NONE, SUB_SAME, NULL,
-	    "rhkvd's way: the expiry sweep runs (lru_crawler disable pauses "
-	    "it)",
+	SUB("lru_crawler", SUB_NONE, SUB_HOOK, NULL,
+	    "the expiry sweep runs (the default)", .hook = lru_crawler,
 	    .label = "lru_crawler"),
-	SUB("no_lru_crawler", SUB_NONE, SUB_IGNORE, NULL,
-	    "ignored: the expiry sweep runs from the start (the lru_crawler "
-	    "disable command pauses it)",
-	    .label = "no_lru_crawler"),
+	SUB("no_lru_crawler", SUB_NONE, SUB_HOOK, NULL,
+	    "the expiry sweep starts paused, as after lru_crawler disable",
+	    .hook = no_lru_crawler, .label = "no_lru_crawler"),
 	SUB("lru_crawler_sleep", SUB_NEEDS, SUB_IGNORE, "US",
 	    "ignored: the expiry sweep paces itself",
 	    .label = "lru_crawler_sleep, lru_crawler_tocrawl"),
@@ -397,10 +424,10 @@ static const struct subopt subopts[] = {
 	SUB("modern", SUB_NONE, SUB_SAME, NULL,
 	    "rhkvd's way: memcached's modern defaults add nothing",
 	    .label = "modern"),
-	SUB("no_modern", SUB_NONE, SUB_IGNORE, NULL,
-	    "ignored: memcached 1.4's slab and LRU defaults, which rhkvd does "
-	    "not have",
-	    .label = "no_modern"),
+	SUB("no_modern", SUB_NONE, SUB_HOOK, NULL,
+	    "as no_lru_crawler; memcached 1.4's slab and LRU defaults "
+	    "ignored (logged)",
+	    .hook = no_modern, .label = "no_modern"),
 	SUB("sock_cookie_id", SUB_MAY, SUB_HOOK, "N",
 	    "SO_MARK of the listening sockets (needs CAP_NET_ADMIN)",
 	    .hook = sock_cookie_id, .label = "sock_cookie_id=N"),

@@ -464,6 +464,8 @@ int main(int argc, char **argv)
 	}
 	if (srv.cfg.detail_at_start)
 		stats_detail_enable(&srv, true); /* -D */
+	if (srv.cache && srv.cfg.sweep_off)
+		cache_sweep_enable(srv.cache, false); /* -o no_lru_crawler */
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");

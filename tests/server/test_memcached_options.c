@@ -81,6 +81,14 @@ static bool listen_list(const struct config *c)
 	       !strcmp(c->listen[1], "::1") && c->listen_port[1] == 6000 &&
 	       !strcmp(c->listen[2], "0.0.0.0") && !c->listen_port[2];
 }
+static bool sweep_off(const struct config *c)
+{
+	return c->sweep_off;
+}
+static bool sweep_on(const struct config *c)
+{
+	return !c->sweep_off;
+}
 static bool mark5(const struct config *c)
 {
 	return c->sock_mark == 5;
@@ -162,6 +170,21 @@ static const struct row rows[] = {
 	  "yes",
 	  .check = notls },
 	{ { "-l", "notls:127.0.0.1:7000" }, REFUSED, .says = "notls" },
+	/* Protected mode, listener by listener: beyond loopback a plain
+	 * one needs a password, a TLS one too but for required client
+	 * certificates. */
+	{ { "-Z", "-o", TLS ",ssl_ca_cert=/ca,ssl_verify_mode=2", "-l",
+	    "0.0.0.0" },
+	  APPLIED,
+	  .stat = "ssl_enabled",
+	  "yes" },
+	{ { "-Z", "-o", TLS, "-l", "0.0.0.0" },
+	  REFUSED,
+	  .says = "protected mode" },
+	{ { "-Z", "-o", TLS ",ssl_ca_cert=/ca,ssl_verify_mode=2", "-l",
+	    "notls:0.0.0.0:7000,127.0.0.1" },
+	  REFUSED,
+	  .says = "refusing to listen on 0.0.0.0" },
 	{ { "-d" }, APPLIED, "daemon", .check = daemonize },
 	{ { "-r" }, APPLIED, "enable-coredumps", .check = coredumps },
 	{ { "-u", "root" }, APPLIED, "user", "user", "root", .check = NULL },
@@ -280,8 +303,8 @@ static const struct row rows[] = {
 	IGN("hashpower", "=20"),
 	IGN("tail_repair_time", "=10"),
 	IGN("hash_algorithm", "=murmur3"),
-	{ { "-o", "lru_crawler" }, APPLIED, .stat = "lru_crawler", "yes" },
-	IGN("no_lru_crawler", ""),
+	{ { "-o", "lru_crawler" }, APPLIED, .check = sweep_on },
+	{ { "-o", "no_lru_crawler" }, APPLIED, .check = sweep_off },
 	IGN("lru_crawler_sleep", "=100"),
 	IGN("lru_crawler_tocrawl", "=0"),
 	{ { "-o", "read_buf_mem_limit=5" },
@@ -305,7 +328,14 @@ static const struct row rows[] = {
 	IGN("track_sizes", ""),
 	IGN("no_hashexpand", ""),
 	{ { "-o", "modern" }, APPLIED, .check = NULL },
-	IGN("no_modern", ""),
+	{ { "-o", "no_modern" },
+	  IGNORED,
+	  .check = sweep_off,
+	  .says = "-o no_modern: the expiry sweep starts paused" },
+	{ { "-o", "no_modern,lru_crawler" },
+	  IGNORED,
+	  .check = sweep_on,
+	  .says = "-o no_modern" },
 	{ { "-o", "sock_cookie_id=5" }, APPLIED, .check = mark5 },
 	{ { "-o", "ext_path=/tmp/mc-ext:1G" }, REFUSED, .says = "flash tier" },
 	IGN("ext_page_size", "=64"),
