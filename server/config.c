@@ -181,8 +181,8 @@ static const struct opt options[] = {
 	       .env = "RHKV_AUTH_FILE", AT(auth_file)),
 	OPTION("no-protected-mode", 0, OPT_FLAG, NULL,
 	       "allow listening beyond loopback without a password",
-	       AT(no_protected_mode), .stat = "protected_mode",
-	       .show = show_protected_mode),
+	       .env = "RHKV_NO_PROTECTED_MODE", AT(no_protected_mode),
+	       .stat = "protected_mode", .show = show_protected_mode),
 	OPTION("metrics-port", 0, OPT_INT, "PORT",
 	       "serve Prometheus metrics over HTTP at /metrics; 0: off",
 	       RANGE(0, 65535), .def = 0, AT(metrics_port),
@@ -592,6 +592,13 @@ static void defaults(struct config *cfg)
 			break;
 		case OPT_STRING:
 			store_str(cfg, o, env && *env ? env : o->def_str);
+			break;
+		case OPT_FLAG:
+			/* As the Docker image reads it: 1, yes or true. */
+			*(bool *)((char *)cfg + o->off) =
+				env &&
+				(!strcmp(env, "1") || !strcmp(env, "yes") ||
+				 !strcmp(env, "true"));
 			break;
 		default: /* lists, flags and counts start empty */
 			break;

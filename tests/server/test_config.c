@@ -22,6 +22,7 @@ static void quiet(void)
 	 * test log. */
 	cr_redirect_stderr();
 	unsetenv("RHKV_AUTH_FILE");
+	unsetenv("RHKV_NO_PROTECTED_MODE");
 }
 
 TestSuite(config, .init = quiet, .timeout = 30);

@@ -535,6 +535,7 @@ static void make_password_file(void)
 	fputs("secret\n", f);
 	fclose(f);
 	unsetenv("RHKV_AUTH_FILE");
+	unsetenv("RHKV_NO_PROTECTED_MODE");
 }
 
 static void remove_password_file(void)
@@ -563,6 +564,22 @@ Test(memcached_options, every_row)
 			continue; /* -vv has no long spelling */
 		check_row(r, words);
 	}
+}
+
+/* memcached's t/ files listen on 0.0.0.0 (stats-conns.t: -l 0.0.0.0)
+ * with no password: RHKV_NO_PROTECTED_MODE=1, as the Docker image reads
+ * it, lets that command line run unchanged. */
+Test(memcached_options, protected_mode_off_from_the_environment)
+{
+	static const char *const words[] = { "-l", "0.0.0.0", NULL };
+	char err[4096];
+
+	cr_expect_eq(run(words, err, sizeof(err)), CONFIG_EXIT_USAGE);
+	setenv("RHKV_NO_PROTECTED_MODE", "1", 1);
+	cr_expect_eq(run(words, err, sizeof(err)), 0, "%s", err);
+	setenv("RHKV_NO_PROTECTED_MODE", "0", 1);
+	cr_expect_eq(run(words, err, sizeof(err)), CONFIG_EXIT_USAGE);
+	unsetenv("RHKV_NO_PROTECTED_MODE");
 }
 
 /* Whether the table has a row for memcached's option: "-p", "--port" or
