@@ -8,7 +8,8 @@
  * --help, the defaults, getopt's tables, the parsing and config_each() are
  * all generated from that table. memcached 1.6.18's options are rows of it
  * too, under memcached's letters and long names; config_memcached.c holds
- * its -l syntax and -o list, and says what rhkvd does with each.
+ * its -l syntax and -o list, and says what rhkvd does with each;
+ * config_help.c prints --help.
  */
 #include "config.h"
 
@@ -24,45 +25,6 @@
 
 #include "cache.h"
 #include "config_internal.h"
-
-/* What an option's argument is, and how it is stored. */
-enum opt_type {
-	OPT_INT,     /* decimal in [min, max], into an int */
-	OPT_OCTAL,   /* octal in [min, max], into an unsigned int */
-	OPT_MIB,     /* decimal MiB in [min, max], stored in bytes */
-	OPT_SIZE,    /* bytes with a k or m suffix, in [min, max] */
-	OPT_STRING,  /* a const char *, kept as argv has it */
-	OPT_LIST,    /* repeatable string: cfg->listen[] and cfg->nlisten */
-	OPT_FLAG,    /* no argument: sets a bool */
-	OPT_COUNT,   /* no argument, repeatable (-vv): counts into an int */
-	OPT_HELP,    /* prints --help and stops */
-	OPT_VERSION, /* prints the version and stops */
-	OPT_CUSTOM,  /* .apply parses it (config_memcached.c) */
-	OPT_IGNORED, /* memcached's, for what rhkvd lacks: noted (help says
-		      * why); not noted when the argument is .def_str */
-	OPT_REFUSED, /* memcached's, refused: the help says why */
-};
-
-struct opt {
-	const char *name; /* long name */
-	char flag;	  /* short letter; 0: long only */
-	enum opt_type type;
-	const char *arg;      /* its argument in --help; NULL: takes none */
-	long long min, max;   /* range, in the argument's unit */
-	long long def;	      /* default of a number, in the argument's unit */
-	const char *def_str;  /* default of a string or list; NULL: none */
-	const char *def_text; /* --help's default when computed (see late) */
-	const char *env;      /* environment variable read when not given */
-	const char *help;
-	const char *what, *why; /* "invalid WHAT 'ARG': WHY" */
-	const char *stat;	/* its name in `stats settings`; NULL: none */
-	/* Where it lands in struct config; size 0: not kept. */
-	size_t off, size;
-	/* Special cases, where a type does not say it all: */
-	void (*late)(struct config *cfg); /* computes a default after parsing */
-	const char *(*show)(const struct config *cfg);	   /* its stats value */
-	int (*apply)(struct config *cfg, const char *arg); /* OPT_CUSTOM */
-};
 
 #define AT(field)                              \
 	.off = offsetof(struct config, field), \
@@ -373,116 +335,6 @@ static const char *load_str(const struct config *cfg, const struct opt *o)
 	return s;
 }
 
-/* A number of bytes as --help writes it: with a k or m suffix if whole. */
-static void format_size(char *buf, size_t len, unsigned long long v)
-{
-	if (v && v % (1 << 20) == 0)
-		snprintf(buf, len, "%llum", v >> 20);
-	else if (v && v % 1024 == 0)
-		snprintf(buf, len, "%lluk", v >> 10);
-	else
-		snprintf(buf, len, "%llu", v);
-}
-
-/* The default --help shows, or "" when there is none to show. */
-static void default_text(const struct opt *o, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	if (o->def_text) {
-		snprintf(buf, len, "%s", o->def_text);
-		return;
-	}
-	if (!o->size && o->type != OPT_LIST)
-		return; /* not kept: nothing to default */
-	switch (o->type) {
-	case OPT_INT:
-	case OPT_MIB:
-		snprintf(buf, len, "%lld", o->def);
-		break;
-	case OPT_OCTAL:
-		snprintf(buf, len, "0%llo", (unsigned long long)o->def);
-		break;
-	case OPT_SIZE:
-		format_size(buf, len, (unsigned long long)o->def);
-		break;
-	case OPT_STRING:
-	case OPT_LIST:
-		if (o->def_str)
-			snprintf(buf, len, "%s", o->def_str);
-		break;
-	default:
-		break;
-	}
-}
-
-#define HELP_COLUMN 29
-#define HELP_WIDTH  76
-
-/* Writes text from column HELP_COLUMN on, wrapped at word boundaries. */
-static void print_wrapped(FILE *f, int col, const char *text)
-{
-	while (*text) {
-		size_t word = strcspn(text, " ");
-
-		if (col > HELP_COLUMN && col + 1 + (int)word > HELP_WIDTH) {
-			fprintf(f, "\n%*s", HELP_COLUMN, "");
-			col = HELP_COLUMN;
-		} else if (col > HELP_COLUMN) {
-			fputc(' ', f);
-			col++;
-		}
-		fprintf(f, "%.*s", (int)word, text);
-		col += (int)word;
-		text += word;
-		text += strspn(text, " ");
-	}
-	fputc('\n', f);
-}
-
-void config__help_line(FILE *f, const char *left, const char *text)
-{
-	int col = fprintf(f, "  %s", left);
-
-	if (col > HELP_COLUMN - 2) {
-		fputc('\n', f);
-		col = 0;
-	}
-	fprintf(f, "%*s", HELP_COLUMN - col, "");
-	print_wrapped(f, HELP_COLUMN, text);
-}
-
-static void print_help(FILE *f)
-{
-	fputs("usage: rhkvd [options]\n", f);
-	for (size_t i = 0; i < NOPTIONS; i++) {
-		const struct opt *o = &options[i];
-		char def[64], text[512];
-		int col, n;
-
-		if (o->flag)
-			col = fprintf(f, "  -%c, --%s", o->flag, o->name);
-		else
-			col = fprintf(f, "      --%s", o->name);
-		if (o->arg)
-			col += fprintf(f, "=%s", o->arg);
-		if (col > HELP_COLUMN - 2) {
-			fputc('\n', f);
-			col = 0;
-		}
-		fprintf(f, "%*s", HELP_COLUMN - col, "");
-		default_text(o, def, sizeof(def));
-		n = snprintf(text, sizeof(text), "%s", o->help);
-		if (*def && n >= 0 && (size_t)n < sizeof(text))
-			n += snprintf(text + n, sizeof(text) - (size_t)n,
-				      " (default %s)", def);
-		if (o->env && n >= 0 && (size_t)n < sizeof(text))
-			snprintf(text + n, sizeof(text) - (size_t)n,
-				 " (also %s)", o->env);
-		print_wrapped(f, HELP_COLUMN, text);
-	}
-	config__print_extended(f);
-}
-
 /* Parses an integer in [min, max]; base 8 for masks. */
 static bool parse_long(const char *s, long min, long max, int base, long *out)
 {
@@ -537,38 +389,6 @@ int config__usage(const char *fmt, ...)
 	va_end(ap);
 	fputs("\ntry 'rhkvd --help'\n", stderr);
 	return CONFIG_EXIT_USAGE;
-}
-
-void config__note(struct config *cfg, const char *fmt, ...)
-{
-	char line[CONFIG_NOTE_LEN];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	for (int i = 0; i < cfg->nnotes; i++)
-		if (!strcmp(cfg->notes[i], line))
-			return;
-	if (cfg->nnotes == CONFIG_MAX_NOTES)
-		snprintf(line, sizeof(line), "and more options ignored");
-	else
-		cfg->nnotes++;
-	memcpy(cfg->notes[cfg->nnotes - 1], line, sizeof(line));
-}
-
-/* memcached's options for what rhkvd lacks, and those it refuses. */
-static int ignore_or_refuse(struct config *cfg, const struct opt *o,
-			    const char *arg)
-{
-	if (o->type == OPT_REFUSED)
-		return config__usage("-%c (--%s) %s", o->flag, o->name,
-				     o->help);
-	if (arg && o->def_str && !strcmp(arg, o->def_str))
-		return 0; /* the value that asks for nothing */
-	config__note(cfg, "-%c%s%s (--%s) %s", o->flag, arg ? " " : "",
-		     arg ? arg : "", o->name, o->help);
-	return 0;
 }
 
 static void defaults(struct config *cfg)
@@ -642,7 +462,7 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 		++*(int *)((char *)cfg + o->off);
 		return 0;
 	case OPT_HELP:
-		print_help(stdout);
+		config__print_help(stdout, options, NOPTIONS);
 		return 1;
 	case OPT_VERSION:
 		printf("rhkvd %s\n", RHKV_VERSION);
@@ -651,7 +471,7 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 		return o->apply(cfg, arg);
 	case OPT_IGNORED:
 	case OPT_REFUSED:
-		return ignore_or_refuse(cfg, o, arg);
+		return config__ignore_or_refuse(cfg, o, arg);
 	}
 	return 0;
 }
@@ -671,30 +491,6 @@ static bool given(const bool *seen, int code)
 		if (opt_code(i) == code)
 			return seen[i];
 	return false;
-}
-
-/* memcached's rules between options, where rhkvd's defaults differ. */
-static int memcached_rules(struct config *cfg, const bool *seen)
-{
-	/* -s alone: the unix socket only ("disables network support");
-	 * with -p, -l or --tls-port rhkvd listens on both. */
-	if (cfg->unix_socket && !given(seen, 'p') && !given(seen, 'l') &&
-	    !cfg->tls_port)
-		cfg->port = 0;
-	/* -S: SASL, which only memcached's binary protocol carries. */
-	if (cfg->sasl) {
-		if (given(seen, 'B') && cfg->protocol != CONFIG_PROTO_BINARY)
-			return config__usage("you cannot allow the ASCII "
-					     "protocol while using SASL (-S "
-					     "takes -B binary)");
-		cfg->protocol = CONFIG_PROTO_BINARY;
-	}
-	for (int i = 0; i < cfg->nlisten; i++)
-		if (cfg->listen_notls[i] && !cfg->tls_all)
-			return config__usage("-l notls:%s: 'notls' is valid "
-					     "only when TLS is enabled (-Z)",
-					     cfg->listen[i]);
-	return 0;
 }
 
 /* What no single option says: rules across options. */
@@ -787,7 +583,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		if (options[i].late)
 			options[i].late(cfg);
 	}
-	rc = memcached_rules(cfg, seen);
+	rc = config__memcached_rules(cfg, given(seen, 'p') || given(seen, 'l'),
+				     given(seen, 'B'));
 	return rc ? rc : check_combination(cfg);
 }
 

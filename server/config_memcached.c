@@ -25,6 +25,7 @@
 #include "config_internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,64 @@ void config__listen_text(const struct config *cfg, char *buf, size_t len)
 			break;
 		at += (size_t)n;
 	}
+}
+
+/* ---- notes, and the rules between options ---- */
+
+void config__note(struct config *cfg, const char *fmt, ...)
+{
+	char line[CONFIG_NOTE_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	for (int i = 0; i < cfg->nnotes; i++)
+		if (!strcmp(cfg->notes[i], line))
+			return;
+	if (cfg->nnotes == CONFIG_MAX_NOTES)
+		snprintf(line, sizeof(line), "and more options ignored");
+	else
+		cfg->nnotes++;
+	memcpy(cfg->notes[cfg->nnotes - 1], line, sizeof(line));
+}
+
+/* memcached's options for what rhkvd lacks, and those it refuses. */
+int config__ignore_or_refuse(struct config *cfg, const struct opt *o,
+			     const char *arg)
+{
+	if (o->type == OPT_REFUSED)
+		return config__usage("-%c (--%s) %s", o->flag, o->name,
+				     o->help);
+	if (arg && o->def_str && !strcmp(arg, o->def_str))
+		return 0; /* the value that asks for nothing */
+	config__note(cfg, "-%c%s%s (--%s) %s", o->flag, arg ? " " : "",
+		     arg ? arg : "", o->name, o->help);
+	return 0;
+}
+
+/* memcached's rules between options, where rhkvd's defaults differ. */
+int config__memcached_rules(struct config *cfg, bool tcp_given,
+			    bool protocol_given)
+{
+	/* -s alone: the unix socket only ("disables network support");
+	 * with -p, -l or --tls-port rhkvd listens on both. */
+	if (cfg->unix_socket && !tcp_given && !cfg->tls_port)
+		cfg->port = 0;
+	/* -S: SASL, which only memcached's binary protocol carries. */
+	if (cfg->sasl) {
+		if (protocol_given && cfg->protocol != CONFIG_PROTO_BINARY)
+			return config__usage("you cannot allow the ASCII "
+					     "protocol while using SASL (-S "
+					     "takes -B binary)");
+		cfg->protocol = CONFIG_PROTO_BINARY;
+	}
+	for (int i = 0; i < cfg->nlisten; i++)
+		if (cfg->listen_notls[i] && !cfg->tls_all)
+			return config__usage("-l notls:%s: 'notls' is valid "
+					     "only when TLS is enabled (-Z)",
+					     cfg->listen[i]);
+	return 0;
 }
 
 /* ---- options with more than a field ---- */
