@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <event2/thread.h>
 #include <grp.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -140,6 +141,35 @@ static int listen_reuseport(struct server *srv, const struct sockaddr *sa,
 	return 0;
 }
 
+/* A host name of -l (memcached takes `-l localhost`): its first IPv4
+ * address, or its first address. 0, or -1 when it has none. */
+static int resolve(const char *addr, int port, struct sockaddr_storage *ss,
+		   int *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res, *a, *pick = NULL;
+	char service[16];
+	int rc;
+
+	snprintf(service, sizeof(service), "%d", port);
+	rc = getaddrinfo(addr, service, &hints, &res);
+	if (rc) {
+		log_error("cannot resolve listen address '%s': %s", addr,
+			  gai_strerror(rc));
+		return -1;
+	}
+	for (a = res; a && !pick; a = a->ai_next)
+		if (a->ai_family == AF_INET)
+			pick = a;
+	if (!pick)
+		pick = res;
+	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+	*len = (int)pick->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
 /* A TCP listener on addr:port; TLS when tls. */
 static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 {
@@ -150,10 +180,9 @@ static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 
 	snprintf(spec, sizeof(spec), strchr(addr, ':') ? "[%s]:%d" : "%s:%d",
 		 addr, port);
-	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len)) {
-		log_error("cannot parse listen address '%s'", addr);
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len) &&
+	    resolve(addr, port, &ss, &len))
 		return -1;
-	}
 	if (srv->cfg.reuseport)
 		return listen_reuseport(srv, (struct sockaddr *)&ss, len, spec,
 					tls);

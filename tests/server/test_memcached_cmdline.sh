@@ -8,7 +8,8 @@
 #     space resident, SIGTERM stops it and removes the file;
 #     (rhkvd) one line logged per ignored option; a failed start is the
 #     exit code of rhkvd -d itself
-#   -s alone: the unix socket and no TCP listener
+#   -s alone: the unix socket and no TCP listener; -l with a host name, a
+#     port of its own and a list
 #   -X, -W, -B binary, -D: memcached's replies and prefix counts
 #   (rhkvd) -M, -o ext_path, -o ssl_ciphers=A,B: refused with exit code 64
 set -euo pipefail
@@ -142,6 +143,18 @@ for _ in $(seq 100); do
 done
 ask "$tmp/sock" 'version\r\n' | grep -q '^VERSION ' || fail "-s: not served"
 [ "$(tcp_listeners "$pid")" = 0 ] || fail "-s alone: listens on TCP too"
+stop_checked
+
+echo "== -l localhost:PORT,127.0.0.2: a host name, a port of its own, a list"
+port=$(free_port)
+"$server" "${mc[@]}" -l "localhost:$port,127.0.0.2" -t 2 &
+pid=$!
+lib_pids+=("$pid")
+for _ in $(seq 100); do
+	ready "$port" && break
+	sleep 0.1
+done
+listens "$pid" "$port" || fail "-l localhost:$port: not listening"
 stop_checked
 
 echo "== -X -W -D / : memcached's refusals, counts per prefix up to /"
