@@ -374,6 +374,11 @@ static void exec_stats(struct conn *c, const struct request *r)
 		REPLY(c)->status(c, r, REPLY_RESET, NULL);
 		return;
 	}
+	if (is_word(r->arg, "cachedump") && srv->cfg.disable_dumping) {
+		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
+				 "stats cachedump not allowed"); /* -X */
+		return;
+	}
 	if (is_word(r->arg, "detail") &&
 	    (is_word(r->args, "on") || is_word(r->args, "off"))) {
 		stats_detail_enable(srv, is_word(r->args, "on"));
@@ -475,6 +480,12 @@ static void exec_lru_crawler(struct conn *c, const struct request *r)
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
+	if (c->w->srv->cfg.disable_dumping) {
+		/* -X; REPLY_ERROR with a message prints the message alone. */
+		REPLY(c)->status(c, r, REPLY_ERROR,
+				 "ERROR metadump not allowed");
+		return;
+	}
 	if (c->batch_ran) {
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR cannot pipeline other commands before "
@@ -493,7 +504,10 @@ static void exec_lru_crawler(struct conn *c, const struct request *r)
 /* watch: the connection becomes a log stream (watch.h). */
 static void exec_watch(struct conn *c, const struct request *r)
 {
-	if (c->batch_ran)
+	if (c->w->srv->cfg.disable_watch) /* -W */
+		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
+				 "watch commands not allowed");
+	else if (c->batch_ran)
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR cannot pipeline other commands before "
 				 "watch");

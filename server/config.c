@@ -6,7 +6,10 @@
  * its argument and its range, its default, its help, its error message,
  * where it lands in struct config and its name in `stats settings`.
  * --help, the defaults, getopt's tables, the parsing and config_each() are
- * all generated from that table.
+ * all generated from that table. memcached 1.6.18's options are rows of it
+ * too, under memcached's letters and long names; config_memcached.c holds
+ * its -l syntax and -o list, and says what rhkvd does with each;
+ * config_help.c prints --help.
  */
 #include "config.h"
 
@@ -14,46 +17,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cache.h"
-
-/* What an option's argument is, and how it is stored. */
-enum opt_type {
-	OPT_INT,     /* decimal in [min, max], into an int */
-	OPT_OCTAL,   /* octal in [min, max], into an unsigned int */
-	OPT_MIB,     /* decimal MiB in [min, max], stored in bytes */
-	OPT_SIZE,    /* bytes with a k or m suffix, in [min, max] */
-	OPT_STRING,  /* a const char *, kept as argv has it */
-	OPT_LIST,    /* repeatable string: cfg->listen[] and cfg->nlisten */
-	OPT_FLAG,    /* no argument: sets a bool */
-	OPT_COUNT,   /* no argument, repeatable (-vv): counts into an int */
-	OPT_HELP,    /* prints --help and stops */
-	OPT_VERSION, /* prints the version and stops */
-};
-
-struct opt {
-	const char *name; /* long name */
-	char flag;	  /* short letter; 0: long only */
-	enum opt_type type;
-	const char *arg;      /* its argument in --help; NULL: takes none */
-	long long min, max;   /* range, in the argument's unit */
-	long long def;	      /* default of a number, in the argument's unit */
-	const char *def_str;  /* default of a string or list; NULL: none */
-	const char *def_text; /* --help's default when computed (see late) */
-	const char *env;      /* environment variable read when not given */
-	const char *help;
-	const char *what, *why; /* "invalid WHAT 'ARG': WHY" */
-	const char *stat;	/* its name in `stats settings`; NULL: none */
-	/* Where it lands in struct config; size 0: not kept. */
-	size_t off, size;
-	/* Special cases, where a type does not say it all: */
-	void (*late)(struct config *cfg); /* computes a default after parsing */
-	const char *(*show)(const struct config *cfg); /* its stats value */
-};
+#include "config_internal.h"
 
 #define AT(field)                              \
 	.off = offsetof(struct config, field), \
@@ -84,11 +55,17 @@ static const char *show_flush_enabled(const struct config *cfg)
 	return cfg->disable_flush_all ? "no" : "yes";
 }
 
+static void delimiter_default(struct config *cfg)
+{
+	if (!cfg->detail_delim)
+		cfg->detail_delim = ':';
+}
+
 /*
  * OPTION(long name, short letter or 0, type, argument's name in --help or
  * NULL, help, then what applies of: .min/.max (RANGE), .def, .def_str,
  * .def_text, .env, where it lands (AT), .stat, the error message (BAD),
- * and the hooks .late and .show).
+ * and the hooks .late, .show and .apply).
  */
 #define OPTION(long_name, letter, kind, arg_name, help_text, ...)      \
 	{                                                              \
@@ -119,7 +96,7 @@ static const struct opt options[] = {
 	OPTION("memory-limit", 'm', OPT_MIB, "MIB", "memory for items, MiB",
 	       RANGE(1, 1 << 30), .def = 64, AT(memory_limit),
 	       .stat = "maxbytes", BAD("memory limit", "not a number of MiB")),
-	OPTION("memory-file", 0, OPT_STRING, "PATH",
+	OPTION("memory-file", 'e', OPT_STRING, "PATH",
 	       "keep the items in PATH (tmpfs) and come back with them after "
 	       "a graceful stop (SIGTERM, SIGUSR1)",
 	       AT(memory_file), .stat = "memory_file"),
@@ -143,11 +120,10 @@ static const struct opt options[] = {
 	OPTION("user", 'u', OPT_STRING, "USER",
 	       "drop privileges to USER after binding", AT(user),
 	       .stat = "user"),
-	/* Not kept: memcached's flag, accepted only as 0. */
-	OPTION("udp-port", 'U', OPT_INT, "0",
-	       "accepted for compatibility; no UDP", RANGE(0, 0), .def = 0,
-	       .stat = "udpport",
-	       BAD("UDP port", "UDP is never served; only 0")),
+	/* Not kept: memcached's t/ files pass a port with -l. */
+	OPTION("udp-port", 'U', OPT_IGNORED, "PORT",
+	       "ignored: rhkvd serves no UDP", .def_str = "0",
+	       .stat = "udpport"),
 	OPTION("idle-timeout", 0, OPT_INT, "SECS",
 	       "close connections that complete no request for SECS; 0: off",
 	       RANGE(0, 1 << 30), .def = 300, AT(idle_timeout),
@@ -168,8 +144,8 @@ static const struct opt options[] = {
 	       .env = "RHKV_AUTH_FILE", AT(auth_file)),
 	OPTION("no-protected-mode", 0, OPT_FLAG, NULL,
 	       "allow listening beyond loopback without a password",
-	       AT(no_protected_mode), .stat = "protected_mode",
-	       .show = show_protected_mode),
+	       .env = "RHKV_NO_PROTECTED_MODE", AT(no_protected_mode),
+	       .stat = "protected_mode", .show = show_protected_mode),
 	OPTION("metrics-port", 0, OPT_INT, "PORT",
 	       "serve Prometheus metrics over HTTP at /metrics; 0: off",
 	       RANGE(0, 65535), .def = 0, AT(metrics_port),
@@ -237,6 +213,73 @@ static const struct opt options[] = {
 	OPTION("tls-ktls", 0, OPT_FLAG, NULL,
 	       "let the kernel encrypt TLS records where it can (kTLS)",
 	       AT(tls_ktls), .stat = "ssl_ktls"),
+	/* memcached's options beyond rhkvd's own (config_memcached.c). */
+	OPTION("enable-ssl", 'Z', OPT_FLAG, NULL,
+	       "the -p listeners speak TLS, but those of -l notls:ADDR "
+	       "(memcached's switch; --tls-port adds TLS listeners beside "
+	       "plain ones instead)",
+	       AT(tls_all)),
+	OPTION("extended", 'o', OPT_CUSTOM, "LIST",
+	       "memcached's comma-separated extended options: see below",
+	       .apply = config__extended),
+	OPTION("daemon", 'd', OPT_FLAG, NULL,
+	       "run in the background; returns 0 once listening, or the "
+	       "start's exit code",
+	       AT(daemonize)),
+	OPTION("pidfile", 'P', OPT_STRING, "FILE",
+	       "write the process id to FILE once listening; removed at exit",
+	       AT(pid_file)),
+	OPTION("enable-coredumps", 'r', OPT_FLAG, NULL,
+	       "raise the core file size limit to its maximum", AT(coredumps)),
+	OPTION("lock-memory", 'k', OPT_FLAG, NULL,
+	       "lock all memory in RAM (mlockall); a warning if refused",
+	       AT(lock_memory)),
+	OPTION("listen-backlog", 'b', OPT_INT, "N",
+	       "connections the kernel queues for each listener",
+	       RANGE(1, 1 << 20), .def = 1024, AT(backlog),
+	       .stat = "tcp_backlog",
+	       BAD("listen backlog", "not in 1..1048576")),
+	OPTION("protocol", 'B', OPT_CUSTOM, "NAME",
+	       "memcached's protocols a connection may speak: auto (text or "
+	       "binary, by its first byte), ascii or binary; rhkv's msgpack "
+	       "frames in any case",
+	       .def_text = "auto", .apply = config__protocol),
+	OPTION("enable-sasl", 'S', OPT_FLAG, NULL,
+	       "binary protocol only, with SASL PLAIN against --auth-file",
+	       AT(sasl)),
+	OPTION("disable-dumping", 'X', OPT_FLAG, NULL,
+	       "refuse stats cachedump and lru_crawler metadump",
+	       AT(disable_dumping)),
+	OPTION("disable-watch", 'W', OPT_FLAG, NULL, "refuse watch",
+	       AT(disable_watch)),
+	OPTION("prefix-delimiter", 'D', OPT_CUSTOM, "C",
+	       "stats detail: count per key prefix up to C, from the start "
+	       "(default ':', counting off until stats detail on)",
+	       .late = delimiter_default, .apply = config__delimiter),
+	OPTION("license", 'i', OPT_CUSTOM, NULL, "print the licenses",
+	       .apply = config__license),
+	/* memcached's, for parts rhkvd does not have: accepted, and main.c
+	 * logs a line at start saying so. */
+	OPTION("slab-growth-factor", 'f', OPT_IGNORED, "F",
+	       "ignored: no slab classes (items of every size share "
+	       "segments)"),
+	OPTION("slab-min-size", 'n', OPT_IGNORED, "BYTES",
+	       "ignored: no slab classes (items of every size share "
+	       "segments)"),
+	OPTION("enable-largepages", 'L', OPT_IGNORED, NULL,
+	       "ignored: rhkvd does not preallocate -m (transparent huge "
+	       "pages apply as the kernel is set)"),
+	OPTION("max-reqs-per-event", 'R', OPT_IGNORED, "N",
+	       "ignored: a connection yields when its output passes "
+	       "--output-limit, not after a count of requests"),
+	OPTION("disable-cas", 'C', OPT_IGNORED, NULL,
+	       "ignored: every item keeps its CAS value"),
+	OPTION("napi-ids", 'N', OPT_IGNORED, "N",
+	       "ignored: connections go to the workers in turn (or by "
+	       "--reuseport)"),
+	OPTION("disable-evictions", 'M', OPT_REFUSED, NULL,
+	       "refused: rhkvd always evicts when -m is full; no mode answers "
+	       "out of memory instead"),
 	OPTION("verbose", 'v', OPT_COUNT, NULL, "more logging (-vv: debug)",
 	       AT(verbose), .stat = "verbosity"),
 	OPTION("help", 'h', OPT_HELP, NULL, "this help"),
@@ -293,103 +336,6 @@ static const char *load_str(const struct config *cfg, const struct opt *o)
 	return s;
 }
 
-/* A number of bytes as --help writes it: with a k or m suffix if whole. */
-static void format_size(char *buf, size_t len, unsigned long long v)
-{
-	if (v && v % (1 << 20) == 0)
-		snprintf(buf, len, "%llum", v >> 20);
-	else if (v && v % 1024 == 0)
-		snprintf(buf, len, "%lluk", v >> 10);
-	else
-		snprintf(buf, len, "%llu", v);
-}
-
-/* The default --help shows, or "" when there is none to show. */
-static void default_text(const struct opt *o, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	if (o->def_text) {
-		snprintf(buf, len, "%s", o->def_text);
-		return;
-	}
-	if (!o->size && o->type != OPT_LIST)
-		return; /* not kept: nothing to default */
-	switch (o->type) {
-	case OPT_INT:
-	case OPT_MIB:
-		snprintf(buf, len, "%lld", o->def);
-		break;
-	case OPT_OCTAL:
-		snprintf(buf, len, "0%llo", (unsigned long long)o->def);
-		break;
-	case OPT_SIZE:
-		format_size(buf, len, (unsigned long long)o->def);
-		break;
-	case OPT_STRING:
-	case OPT_LIST:
-		if (o->def_str)
-			snprintf(buf, len, "%s", o->def_str);
-		break;
-	default:
-		break;
-	}
-}
-
-#define HELP_COLUMN 29
-#define HELP_WIDTH  76
-
-/* Writes text from column HELP_COLUMN on, wrapped at word boundaries. */
-static void print_wrapped(FILE *f, int col, const char *text)
-{
-	while (*text) {
-		size_t word = strcspn(text, " ");
-
-		if (col > HELP_COLUMN && col + 1 + (int)word > HELP_WIDTH) {
-			fprintf(f, "\n%*s", HELP_COLUMN, "");
-			col = HELP_COLUMN;
-		} else if (col > HELP_COLUMN) {
-			fputc(' ', f);
-			col++;
-		}
-		fprintf(f, "%.*s", (int)word, text);
-		col += (int)word;
-		text += word;
-		text += strspn(text, " ");
-	}
-	fputc('\n', f);
-}
-
-static void print_help(FILE *f)
-{
-	fputs("usage: rhkvd [options]\n", f);
-	for (size_t i = 0; i < NOPTIONS; i++) {
-		const struct opt *o = &options[i];
-		char def[64], text[512];
-		int col, n;
-
-		if (o->flag)
-			col = fprintf(f, "  -%c, --%s", o->flag, o->name);
-		else
-			col = fprintf(f, "      --%s", o->name);
-		if (o->arg)
-			col += fprintf(f, "=%s", o->arg);
-		if (col > HELP_COLUMN - 2) {
-			fputc('\n', f);
-			col = 0;
-		}
-		fprintf(f, "%*s", HELP_COLUMN - col, "");
-		default_text(o, def, sizeof(def));
-		n = snprintf(text, sizeof(text), "%s", o->help);
-		if (*def && n >= 0 && (size_t)n < sizeof(text))
-			n += snprintf(text + n, sizeof(text) - (size_t)n,
-				      " (default %s)", def);
-		if (o->env && n >= 0 && (size_t)n < sizeof(text))
-			snprintf(text + n, sizeof(text) - (size_t)n,
-				 " (also %s)", o->env);
-		print_wrapped(f, HELP_COLUMN, text);
-	}
-}
-
 /* Parses an integer in [min, max]; base 8 for masks. */
 static bool parse_long(const char *s, long min, long max, int base, long *out)
 {
@@ -434,9 +380,22 @@ static int bad(const char *opt, const char *arg, const char *why)
 	return CONFIG_EXIT_USAGE;
 }
 
+int config__usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rhkvd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\ntry 'rhkvd --help'\n", stderr);
+	return CONFIG_EXIT_USAGE;
+}
+
 static void defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->tls_wbuf_size = 16 * 1024; /* memcached's ssl_wbuf_size */
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const struct opt *o = &options[i];
 		const char *env = o->env ? getenv(o->env) : NULL;
@@ -454,6 +413,13 @@ static void defaults(struct config *cfg)
 			break;
 		case OPT_STRING:
 			store_str(cfg, o, env && *env ? env : o->def_str);
+			break;
+		case OPT_FLAG:
+			/* As the Docker image reads it: 1, yes or true. */
+			*(bool *)((char *)cfg + o->off) =
+				env &&
+				(!strcmp(env, "1") || !strcmp(env, "yes") ||
+				 !strcmp(env, "true"));
 			break;
 		default: /* lists, flags and counts start empty */
 			break;
@@ -489,10 +455,7 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 		store_str(cfg, o, arg);
 		return 0;
 	case OPT_LIST:
-		if (cfg->nlisten == CONFIG_MAX_LISTEN)
-			return bad(o->what, arg, o->why);
-		cfg->listen[cfg->nlisten++] = arg;
-		return 0;
+		return config__listen(cfg, arg);
 	case OPT_FLAG:
 		*(bool *)((char *)cfg + o->off) = true;
 		return 0;
@@ -500,19 +463,46 @@ static int parse_one(struct config *cfg, const struct opt *o, const char *arg)
 		++*(int *)((char *)cfg + o->off);
 		return 0;
 	case OPT_HELP:
-		print_help(stdout);
+		config__print_help(stdout, options, NOPTIONS);
 		return 1;
 	case OPT_VERSION:
 		printf("rhkvd %s\n", RHKV_VERSION);
 		return 1;
+	case OPT_CUSTOM:
+		return o->apply(cfg, arg);
+	case OPT_IGNORED:
+	case OPT_REFUSED:
+		return config__ignore_or_refuse(cfg, o, arg);
 	}
 	return 0;
+}
+
+int config__set(struct config *cfg, const char *name, const char *value)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (!strcmp(options[i].name, name))
+			return parse_one(cfg, &options[i], value);
+	return config__usage("no option --%s", name);
+}
+
+/* Whether code's option was on the command line (seen: by option). */
+static bool given(const bool *seen, int code)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (opt_code(i) == code)
+			return seen[i];
+	return false;
 }
 
 /* What no single option says: rules across options. */
 static int check_combination(const struct config *cfg)
 {
-	if (cfg->port == 0 && !cfg->unix_socket && !cfg->tls_port) {
+	bool own_port = false;
+
+	for (int i = 0; i < cfg->nlisten; i++)
+		own_port |= cfg->listen_port[i] != 0;
+	if (cfg->port == 0 && !own_port && !cfg->unix_socket &&
+	    !cfg->tls_port) {
 		fprintf(stderr, "rhkvd: -p 0 turns TCP off and neither a unix "
 				"socket (-s PATH) nor --tls-port is given: "
 				"nothing to listen on\n");
@@ -534,6 +524,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 {
 	struct option longopts[NOPTIONS + 1];
 	char shortopts[2 + 2 * NOPTIONS] = ":";
+	bool seen[NOPTIONS] = { false };
 	size_t n = 1;
 	int code, rc;
 
@@ -545,6 +536,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			.has_arg = has_arg ? required_argument : no_argument,
 			.val = opt_code(i),
 		};
+		/* memcached's --verbose takes a value, which it ignores. */
+		if (options[i].type == OPT_COUNT)
+			longopts[i].has_arg = optional_argument;
 		if (options[i].flag) {
 			shortopts[n++] = options[i].flag;
 			if (has_arg)
@@ -574,6 +568,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			fprintf(stderr, "try 'rhkvd --help'\n");
 			return CONFIG_EXIT_USAGE;
 		}
+		seen[i] = true;
 		rc = parse_one(cfg, &options[i], optarg);
 		if (rc)
 			return rc;
@@ -589,7 +584,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		if (options[i].late)
 			options[i].late(cfg);
 	}
-	return check_combination(cfg);
+	rc = config__memcached_rules(cfg, given(seen, 'p') || given(seen, 'l'),
+				     given(seen, 'B'));
+	return rc ? rc : check_combination(cfg);
 }
 
 static bool is_loopback(const char *addr)
@@ -606,15 +603,24 @@ static bool is_loopback(const char *addr)
 	return false;
 }
 
+bool config_tls_enabled(const struct config *cfg)
+{
+	return cfg->tls_port || cfg->tls_all;
+}
+
 /* The TLS options make sense together (tls.c loads the files). */
 static int check_tls(const struct config *cfg)
 {
 	const char *why = NULL;
 
-	if (!cfg->tls_port)
+	if (!config_tls_enabled(cfg))
 		return 0;
 	if (!cfg->tls_cert || !cfg->tls_key)
-		why = "--tls-port needs --tls-cert and --tls-key";
+		why = cfg->tls_port
+			      ? "--tls-port needs --tls-cert and --tls-key"
+			      : "-Z needs a certificate and its key: "
+				"-o ssl_chain_cert=FILE,ssl_key=FILE "
+				"(--tls-cert, --tls-key)";
 	else if (strcmp(cfg->tls_verify, "none") &&
 		 strcmp(cfg->tls_verify, "optional") &&
 		 strcmp(cfg->tls_verify, "require"))
@@ -637,8 +643,25 @@ static int check_tls(const struct config *cfg)
  * certificate that the configured CA signed. */
 static bool tls_guards_access(const struct config *cfg)
 {
-	return cfg->tls_port && cfg->tls_ca &&
+	return config_tls_enabled(cfg) && cfg->tls_ca &&
 	       strcmp(cfg->tls_verify, "require") == 0;
+}
+
+/* Whether -l's entry i has a plain TCP listener, and a TLS one (main.c
+ * starts them alike). */
+static bool listens_plain(const struct config *cfg, int i)
+{
+	int port = cfg->listen_port[i] ? cfg->listen_port[i] : cfg->port;
+
+	return port && (!cfg->tls_all || cfg->listen_notls[i]);
+}
+
+static bool listens_tls(const struct config *cfg, int i)
+{
+	int port = cfg->listen_port[i] ? cfg->listen_port[i] : cfg->port;
+
+	return (port && cfg->tls_all && !cfg->listen_notls[i]) ||
+	       (cfg->tls_port && !cfg->listen_port[i]);
 }
 
 int config_check_access(struct config *cfg)
@@ -647,14 +670,18 @@ int config_check_access(struct config *cfg)
 
 	if ((rc = check_tls(cfg)) != 0)
 		return rc;
+	if (cfg->sasl && !config_has_auth(cfg))
+		return config__usage(
+			"-S checks SASL PLAIN against a user list: "
+			"--auth-file FILE");
 	if (config_has_auth(cfg) || cfg->no_protected_mode)
 		return 0;
-	/* -p 0: no plain TCP listener, whatever -l says; a TLS one needs no
-	 * password when it requires client certificates. */
-	if (cfg->port == 0 && (!cfg->tls_port || tls_guards_access(cfg)))
-		return 0;
+	/* Each address: a plain listener needs a password beyond loopback;
+	 * a TLS one needs none when it requires client certificates. */
 	for (int i = 0; i < cfg->nlisten; i++) {
-		if (is_loopback(cfg->listen[i]))
+		if (is_loopback(cfg->listen[i]) ||
+		    (!listens_plain(cfg, i) &&
+		     (!listens_tls(cfg, i) || tls_guards_access(cfg))))
 			continue;
 		fprintf(stderr,
 			"rhkvd: refusing to listen on %s, which is not a "
@@ -709,12 +736,7 @@ static const char *setting(const struct config *cfg, const struct opt *o,
 		str = load_str(cfg, o);
 		return str ? str : "NULL";
 	case OPT_LIST:
-		buf[0] = '\0';
-		for (int i = 0; i < cfg->nlisten; i++) {
-			if (i)
-				strncat(buf, ",", len - strlen(buf) - 1);
-			strncat(buf, cfg->listen[i], len - strlen(buf) - 1);
-		}
+		config__listen_text(cfg, buf, len);
 		return buf;
 	case OPT_FLAG:
 		return *(const bool *)field ? "yes" : "no";
@@ -743,12 +765,14 @@ void config_each(const struct config *cfg,
 	fn("cas_enabled", "yes", arg);
 	fn("evictions", "on", arg);
 	fn("maxconns_fast", "yes", arg);
-	fn("binding_protocol", "auto-negotiate", arg);
-	fn("dump_enabled", "yes", arg);
+	fn("binding_protocol", config__protocol_name(cfg), arg);
+	fn("dump_enabled", cfg->disable_dumping ? "no" : "yes", arg);
 	fn("hash_algorithm", "siphash13", arg);
 	fn("lru_crawler", "yes", arg);
 	fn("lru_segmented", "no", arg);
 	fn("temp_lru", "no", arg);
 	fn("track_sizes", "no", arg);
-	fn("ssl_enabled", cfg->tls_port ? "yes" : "no", arg);
+	fn("ssl_enabled", config_tls_enabled(cfg) ? "yes" : "no", arg);
+	snprintf(buf, sizeof(buf), "%" PRIu32, cfg->tls_wbuf_size);
+	fn("ssl_wbuf_size", buf, arg);
 }

@@ -16,16 +16,34 @@
 #include "rhkv_version.h"
 
 #define CONFIG_MAX_LISTEN 16
+/* Room for the -l and -o values, copied to be split at their separators. */
+#define CONFIG_TEXT 4096
+/* Lines logged at start, one per option accepted and ignored. */
+#define CONFIG_MAX_NOTES 24
+#define CONFIG_NOTE_LEN	 200
 /* The memcached version whose protocol rhkvd speaks. */
 #define RHKV_PROTOCOL_LEVEL "1.6.18"
 /* The version `version` and `stats` report: memcached's protocol level
  * first, as clients and checkers parse it, then ours. */
 #define RHKV_VERSION RHKV_PROTOCOL_LEVEL "-rhkv-" RHKV_VERSION_RHKV
 
+/* -B: which of memcached's protocols a connection may speak. */
+enum config_protocol {
+	CONFIG_PROTO_AUTO,   /* text or binary, by the first byte */
+	CONFIG_PROTO_ASCII,  /* text only */
+	CONFIG_PROTO_BINARY, /* memcached's binary protocol only */
+};
+
 struct config {
 	int port;
+	/* -l, memcached's syntax ([notls:]HOST[:PORT], lists split at ',' and
+	 * ';'): per entry the host, its own port (0: -p's) and notls:. */
 	const char *listen[CONFIG_MAX_LISTEN];
+	int listen_port[CONFIG_MAX_LISTEN];
+	bool listen_notls[CONFIG_MAX_LISTEN];
 	int nlisten;
+	char text[CONFIG_TEXT]; /* -l's and -o's values, split in place */
+	size_t text_used;
 	const char *unix_socket;
 	unsigned int unix_mask;
 	int threads;
@@ -58,6 +76,25 @@ struct config {
 	const char *tls_ciphersuites; /* TLS 1.3 suites */
 	int tls_handshake_timeout;    /* seconds */
 	bool tls_ktls;		      /* kernel TLS offload */
+	bool tls_all; /* -Z: the -p listeners speak TLS (but notls: ones) */
+	uint32_t tls_wbuf_size; /* -o ssl_wbuf_size, shown; no effect */
+	/* memcached's process and listener options. */
+	bool daemonize;	      /* -d */
+	const char *pid_file; /* -P */
+	bool coredumps;	      /* -r: raise the core file limit */
+	bool lock_memory;     /* -k: mlockall */
+	int backlog;	      /* -b: listen(2)'s backlog */
+	uint32_t sock_mark;   /* -o sock_cookie_id: SO_MARK of listeners */
+	int protocol;	      /* -B: enum config_protocol */
+	bool sasl;	      /* -S: SASL required, binary protocol */
+	bool disable_dumping; /* -X: stats cachedump, lru_crawler metadump */
+	bool disable_watch;   /* -W: the watch command */
+	bool sweep_off; /* -o no_lru_crawler: the expiry sweep starts paused */
+	char detail_delim;    /* -D: stats detail's prefix delimiter (and on) */
+	bool detail_at_start; /* -D given: stats detail counts from start */
+	/* What was accepted and ignored: main.c logs each line at start. */
+	char notes[CONFIG_MAX_NOTES][CONFIG_NOTE_LEN];
+	int nnotes;
 	/* `stats hotkeys`: one request in hotkeys_sample is sampled (0:
 	 * tracking off), counts cover hotkeys_window to twice that seconds;
 	 * the metrics endpoint names the keys only with metrics_hotkey_names. */
@@ -86,6 +123,9 @@ int config_check_access(struct config *cfg);
 
 /* Whether clients must authenticate (an auth file is named). */
 bool config_has_auth(const struct config *cfg);
+
+/* Whether a TLS context is needed: --tls-port or -Z. */
+bool config_tls_enabled(const struct config *cfg);
 
 /* The log level for a verbosity (-v counts, or the `verbosity` command):
  * 0 warnings and errors, 1 also information, 2 and more also debugging. */

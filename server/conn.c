@@ -423,14 +423,21 @@ static size_t run_batch(struct conn *c)
 
 /* The first byte tells the protocol: a msgpack frame's length starts with
  * 0x00, a memcached binary request with its magic 0x80; no text command
- * starts with either. */
+ * starts with either. -B narrows memcached's two as memcached does: with
+ * ascii every other byte is text (a binary request gets text's errors),
+ * with binary anything else closes the connection. */
 static bool choose_protocol(struct conn *c)
 {
 	unsigned char b = (unsigned char)c->rbuf[0];
+	int only = c->w->srv->cfg.protocol;
 
 	c->proto = b == 0		  ? &protocol_binary
 		   : b == MCBIN_MAGIC_REQ ? &protocol_mcbin
 					  : &protocol_text;
+	if (only == CONFIG_PROTO_ASCII && c->proto == &protocol_mcbin)
+		c->proto = &protocol_text;
+	if (only == CONFIG_PROTO_BINARY && c->proto == &protocol_text)
+		return false;
 	return !c->proto->open || c->proto->open(c) == 0;
 }
 

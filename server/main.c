@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <event2/thread.h>
 #include <grp.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -24,10 +25,14 @@
 #include "auth.h"
 #include "common/log.h"
 #include "conn.h"
+#include "process.h"
 #include "server.h"
 #include "tls.h"
 
 #define EXIT_OS_ERROR 71 /* EX_OSERR, as memcached on a failed bind */
+
+/* -P: the pid file is ours to remove (not another server's). */
+static bool pid_written;
 
 /* A new connection: a slot, then a worker (round-robin); tls says which
  * listener it came from. */
@@ -56,8 +61,20 @@ static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd,
 	accepted(arg, fd, sa, true);
 }
 
+/* -o sock_cookie_id: memcached marks its listening sockets (SO_MARK, for
+ * firewall rules); as there, a refusal (no CAP_NET_ADMIN) is only logged. */
+static void mark_socket(const struct server *srv, int fd)
+{
+	uint32_t mark = srv->cfg.sock_mark;
+
+	if (mark && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)))
+		log_warn("cannot set SO_MARK %u (-o sock_cookie_id): %s",
+			 (unsigned int)mark, strerror(errno));
+}
+
 /* A socket of --reuseport's group, bound and listening. */
-static int reuseport_socket(const struct sockaddr *sa, int len)
+static int reuseport_socket(const struct server *srv, const struct sockaddr *sa,
+			    int len)
 {
 	int one = 1;
 	int fd = socket(sa->sa_family,
@@ -65,9 +82,10 @@ static int reuseport_socket(const struct sockaddr *sa, int len)
 
 	if (fd < 0)
 		return -1;
+	mark_socket(srv, fd);
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-	    bind(fd, sa, (socklen_t)len) || listen(fd, 1024)) {
+	    bind(fd, sa, (socklen_t)len) || listen(fd, srv->cfg.backlog)) {
 		int e = errno;
 
 		close(fd);
@@ -106,7 +124,7 @@ static int listen_reuseport(struct server *srv, const struct sockaddr *sa,
 	}
 	close(probe);
 	for (i = 0; i < n; i++) {
-		fds[i] = reuseport_socket(sa, len);
+		fds[i] = reuseport_socket(srv, sa, len);
 		if (fds[i] < 0)
 			break;
 		srv->listen_fd[srv->nlisten_fd++] = fds[i];
@@ -124,6 +142,35 @@ static int listen_reuseport(struct server *srv, const struct sockaddr *sa,
 	return 0;
 }
 
+/* A host name of -l (memcached takes `-l localhost`): its first IPv4
+ * address, or its first address. 0, or -1 when it has none. */
+static int resolve(const char *addr, int port, struct sockaddr_storage *ss,
+		   int *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res, *a, *pick = NULL;
+	char service[16];
+	int rc;
+
+	snprintf(service, sizeof(service), "%d", port);
+	rc = getaddrinfo(addr, service, &hints, &res);
+	if (rc) {
+		log_error("cannot resolve listen address '%s': %s", addr,
+			  gai_strerror(rc));
+		return -1;
+	}
+	for (a = res; a && !pick; a = a->ai_next)
+		if (a->ai_family == AF_INET)
+			pick = a;
+	if (!pick)
+		pick = res;
+	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+	*len = (int)pick->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
 /* A TCP listener on addr:port; TLS when tls. */
 static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 {
@@ -134,22 +181,22 @@ static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 
 	snprintf(spec, sizeof(spec), strchr(addr, ':') ? "[%s]:%d" : "%s:%d",
 		 addr, port);
-	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len)) {
-		log_error("cannot parse listen address '%s'", addr);
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len) &&
+	    resolve(addr, port, &ss, &len))
 		return -1;
-	}
 	if (srv->cfg.reuseport)
 		return listen_reuseport(srv, (struct sockaddr *)&ss, len, spec,
 					tls);
-	l = evconnlistener_new_bind(srv->base, tls ? on_accept_tls : on_accept,
-				    srv,
-				    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-					    LEV_OPT_CLOSE_ON_EXEC,
-				    1024, (struct sockaddr *)&ss, len);
+	l = evconnlistener_new_bind(
+		srv->base, tls ? on_accept_tls : on_accept, srv,
+		LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+			LEV_OPT_CLOSE_ON_EXEC,
+		srv->cfg.backlog, (struct sockaddr *)&ss, len);
 	if (!l) {
 		log_error("cannot listen on %s: %s", spec, strerror(errno));
 		return -1;
 	}
+	mark_socket(srv, evconnlistener_get_fd(l));
 	srv->listen_fd[srv->nlisten_fd++] = evconnlistener_get_fd(l);
 	srv->listeners[srv->nlisteners++] = l;
 	log_info("listening on %s%s", spec, tls ? " (TLS)" : "");
@@ -169,10 +216,10 @@ static int listen_unix(struct server *srv, const char *path)
 	strcpy(sun.sun_path, path);
 	unlink(path); /* a stale socket from a previous run */
 	old = umask(~srv->cfg.unix_mask & 0777);
-	l = evconnlistener_new_bind(srv->base, on_accept, srv,
-				    LEV_OPT_CLOSE_ON_FREE |
-					    LEV_OPT_CLOSE_ON_EXEC,
-				    1024, (struct sockaddr *)&sun, sizeof(sun));
+	l = evconnlistener_new_bind(
+		srv->base, on_accept, srv,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, srv->cfg.backlog,
+		(struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
 	if (!l) {
 		log_error("cannot listen on %s: %s", path, strerror(errno));
@@ -325,18 +372,36 @@ static int start(struct server *srv)
 		log_error("out of memory at start-up");
 		return EXIT_OS_ERROR;
 	}
-	/* -p 0: no plain TCP; --tls-port: a TLS listener on each address. */
-	for (int i = 0; srv->cfg.port && i < srv->cfg.nlisten; i++)
-		if (listen_tcp(srv, srv->cfg.listen[i], srv->cfg.port, false))
+	/* Each -l address on its own port (HOST:PORT) or -p's (0: none),
+	 * TLS with -Z but for notls: ones; --tls-port: a TLS listener on
+	 * each address without a port of its own. */
+	for (int i = 0; i < srv->cfg.nlisten; i++) {
+		int port = srv->cfg.listen_port[i] ? srv->cfg.listen_port[i]
+						   : srv->cfg.port;
+
+		if (port &&
+		    listen_tcp(srv, srv->cfg.listen[i], port,
+			       srv->cfg.tls_all && !srv->cfg.listen_notls[i]))
 			return EXIT_OS_ERROR;
+	}
 	for (int i = 0; srv->cfg.tls_port && i < srv->cfg.nlisten; i++)
-		if (listen_tcp(srv, srv->cfg.listen[i], srv->cfg.tls_port,
+		if (!srv->cfg.listen_port[i] &&
+		    listen_tcp(srv, srv->cfg.listen[i], srv->cfg.tls_port,
 			       true))
 			return EXIT_OS_ERROR;
 	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))
 		return EXIT_OS_ERROR;
 	if (metrics_start(srv))
 		return EXIT_OS_ERROR;
+	/* As root, before privileges go: /run is root's. */
+	if (srv->cfg.pid_file) {
+		if (process_write_pid(srv->cfg.pid_file)) {
+			log_error("cannot write the pid file %s: %s",
+				  srv->cfg.pid_file, strerror(errno));
+			return EXIT_OS_ERROR;
+		}
+		pid_written = true;
+	}
 	if (drop_privileges(srv->cfg.user))
 		return EXIT_OS_ERROR;
 	srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
@@ -355,6 +420,7 @@ static int start(struct server *srv)
 		 RHKV_VERSION, srv->cfg.threads,
 		 (unsigned int)(srv->cfg.memory_limit >> 20),
 		 srv->cfg.max_item_size);
+	process_ready(srv->cfg.verbose > 0, srv->cfg.coredumps);
 	event_base_dispatch(srv->base);
 	return 0;
 }
@@ -397,8 +463,8 @@ int main(int argc, char **argv)
 	rc = config_check_access(&srv.cfg);
 	if (rc)
 		return rc;
-	/* Read as the user that starts rhkvd; a reload reads it as the user
-	 * -u names. */
+	/* Read as the user that starts rhkvd, before -d moves the process
+	 * to /; a reload reads it as the user -u names. */
 	if (config_has_auth(&srv.cfg)) {
 		char err[512];
 
@@ -407,7 +473,24 @@ int main(int argc, char **argv)
 			return CONFIG_EXIT_USAGE;
 		}
 	}
+	if (srv.cfg.coredumps && process_enable_coredumps()) {
+		fprintf(stderr, "rhkvd: -r: cannot enable core files: %s\n",
+			strerror(errno));
+		return EXIT_OS_ERROR;
+	}
+	/* Before any thread: the child alone goes on. */
+	if (srv.cfg.daemonize && process_daemonize()) {
+		fprintf(stderr, "rhkvd: -d: cannot fork: %s\n",
+			strerror(errno));
+		return EXIT_OS_ERROR;
+	}
 	log_init("rhkvd", config_log_level(srv.cfg.verbose));
+	for (int i = 0; i < srv.cfg.nnotes; i++)
+		log_warn("%s", srv.cfg.notes[i]);
+	if (srv.cfg.lock_memory && process_lock_memory())
+		log_warn("-k: cannot lock memory (mlockall): %s; going on "
+			 "without",
+			 strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
 	rhkv_rcu_register_thread();
 	if (evthread_use_pthreads()) {
@@ -430,6 +513,10 @@ int main(int argc, char **argv)
 			srv.cache = NULL;
 		}
 	}
+	if (srv.cfg.detail_at_start)
+		stats_detail_enable(&srv, true); /* -D */
+	if (srv.cache && srv.cfg.sweep_off)
+		cache_sweep_enable(srv.cache, false); /* -o no_lru_crawler */
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");
@@ -439,7 +526,7 @@ int main(int argc, char **argv)
 	}
 	/* The files are read before privileges are dropped; a reload reads
 	 * them as the user -u names. */
-	if (srv.cfg.tls_port && !(srv.tls = tls_create(&srv.cfg)))
+	if (config_tls_enabled(&srv.cfg) && !(srv.tls = tls_create(&srv.cfg)))
 		rc = CONFIG_EXIT_USAGE;
 	else
 		rc = start(&srv);
@@ -466,6 +553,9 @@ int main(int argc, char **argv)
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();
 	auth_destroy(&srv.auth);
+	if (pid_written && unlink(srv.cfg.pid_file))
+		log_warn("cannot remove the pid file %s: %s", srv.cfg.pid_file,
+			 strerror(errno));
 	if (!rc)
 		log_info("stopped");
 	return rc;

@@ -391,17 +391,13 @@ static void settings_entry(const char *name, const char *value, void *arg)
 		stats__put_text(x->k, "ssl_kernel_tls", NULL, value);
 }
 
-/* memcached's TLS settings that no option sets in rhkvd: keys are read as
- * PEM (OpenSSL's SSL_FILETYPE_PEM, 1), plaintext goes to OpenSSL
- * TLS_WRITE_CHUNK bytes at a time, and TLS 1.2 sessions are cached on the
- * server (tls.c) besides the tickets. */
+/* memcached's TLS settings that no option changes in rhkvd: keys are read
+ * as PEM (OpenSSL's SSL_FILETYPE_PEM, 1), and TLS 1.2 sessions are cached
+ * on the server (tls.c) besides the tickets. (ssl_wbuf_size comes with the
+ * options: -o ssl_wbuf_size changes what it shows.) */
 static void tls_fixed_settings(const struct stats_sink *k)
 {
-	char wbuf[24];
-
-	snprintf(wbuf, sizeof(wbuf), "%d", TLS_WRITE_CHUNK);
 	stats__put_text(k, "ssl_keyformat", NULL, "1");
-	stats__put_text(k, "ssl_wbuf_size", NULL, wbuf);
 	stats__put_text(k, "ssl_session_cache", NULL, "yes");
 }
 
@@ -421,7 +417,8 @@ static void stats_settings(struct server *srv, const struct stats_sink *k)
 	 * holds); `stats detail` switches counting at run time. */
 	snprintf(cap, sizeof(cap), "%" PRIu64, cache_limit_max(srv->cache));
 	stats__put_text(k, "maxbytes_cap", NULL, cap);
-	stats__put_text(k, "stat_key_prefix", NULL, ":");
+	stats__put_text(k, "stat_key_prefix", NULL,
+			(char[]){ srv->cfg.detail_delim, '\0' });
 	stats__put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
 	stats__put_text(
 		k, "detail_enabled", NULL,

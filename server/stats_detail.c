@@ -1,7 +1,7 @@
 /*
  * `stats detail`: get, hit, set and delete counts per key prefix, the key
- * up to its first ':' (memcached's default delimiter; a key without one is
- * not counted, as memcached does not count it).
+ * up to its first ':' (memcached's default delimiter, or -D's; a key
+ * without one is not counted, as memcached does not count it).
  *
  * Bounded: at most DETAIL_PREFIXES prefixes, each at most a key long; once
  * the table is full a new prefix goes uncounted. Off by default; while off
@@ -22,7 +22,6 @@
 
 #define DETAIL_PREFIXES 1024
 #define DETAIL_SLOTS	2048 /* open addressing, at most half full */
-#define DETAIL_DELIM	':'
 
 struct detail_prefix {
 	uint64_t get, hit, set, del;
@@ -129,7 +128,7 @@ void stats_detail_record(struct server *srv, const char *key, size_t n,
 			 enum stats_detail_op op, bool hit)
 {
 	struct stats_detail *d = detail_of(srv);
-	const char *delim = n ? memchr(key, DETAIL_DELIM, n) : NULL;
+	const char *delim = n ? memchr(key, srv->cfg.detail_delim, n) : NULL;
 	struct detail_prefix *e;
 
 	if (!d || !delim ||

@@ -279,12 +279,12 @@ static int build_argv(const char **argv, const char *server, enum srv_kind kind,
 	int n = 0;
 
 	argv[n++] = server;
-	if (kind == SRV_MEMCACHED) {
-		argv[n++] = "-u";
-		argv[n++] = "root";
-		argv[n++] = "-U";
-		argv[n++] = "0";
-	}
+	/* memcached's words, which rhkvd takes too: memcached refuses to run
+	 * as root without -u. */
+	argv[n++] = "-u";
+	argv[n++] = "root";
+	argv[n++] = "-U";
+	argv[n++] = "0";
 	argv[n++] = "-p";
 	argv[n++] = portbuf;
 	argv[n++] = "-l";

@@ -12,10 +12,10 @@
 #include <sys/types.h>
 
 /*
- * RHKV_TEST_SERVER names the server: a path to rhkvd, started as
- *   PATH -p PORT -l 127.0.0.1 -t 2 EXTRA...
- * or `memcached` (or any path whose last component is `memcached`), started
- *   memcached -u root -U 0 -p PORT -l 127.0.0.1 -t 2 EXTRA...
+ * RHKV_TEST_SERVER names the server: a path to rhkvd, or `memcached` (or
+ * any path whose last component is `memcached`), each started with
+ * memcached's command line:
+ *   SERVER -u root -U 0 -p PORT -l 127.0.0.1 -t 2 EXTRA...
  * Unset, RHKV_TEST_SERVER_DEFAULT (what meson sets: the rhkvd it built)
  * applies, then `memcached`. EXTRA holds memcached-compatible flags; for
  * memcached an `-I SIZE` below 1m also gets `-o slab_chunk_max=SIZE/2`,

@@ -112,17 +112,14 @@ lib_cleanup() {
 }
 
 # start_server [OPTION...]: starts the server with -t 2 and the options on
-# a free port (five tries); sets $port and $pid. memcached also gets
-# -u root -U 0 (it refuses to run as root without -u).
+# a free port (five tries); sets $port and $pid. Both servers get memcached's
+# -u root -U 0 (memcached refuses to run as root without -u; rhkvd takes
+# memcached's command line).
 # shellcheck disable=SC2120 # the options are optional
 start_server() {
 	for _ in 1 2 3 4 5; do
 		port=$(free_port)
-		if is_memcached; then
-			"$server" -u root -U 0 -p "$port" -l 127.0.0.1 -t 2 "$@" &
-		else
-			"$server" -p "$port" -l 127.0.0.1 -t 2 "$@" &
-		fi
+		"$server" -u root -U 0 -p "$port" -l 127.0.0.1 -t 2 "$@" &
 		pid=$!
 		lib_pids+=("$pid")
 		# Up to 60 s: a sanitizer build on a loaded machine starts slowly.

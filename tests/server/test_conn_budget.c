@@ -401,8 +401,8 @@ Test(conn_budget, replies_pending_before_a_reply_do_not_cut_it)
 
 /* --conn-memory 1 (MiB), no idle timeout: only the server can make the
  * queue move past a client that stops sending. */
-static const char *const stall_flags[] = { "--conn-memory", "1",
-					   "--idle-timeout", "0", NULL };
+static const char *const stall_flags[] = { "--conn-memory", "1", "-o",
+					   "idle_timeout=0", NULL };
 
 static void setup_stall(void)
 {

@@ -334,8 +334,9 @@ static void raise_nofile(rlim_t want)
  */
 Test(hostile, slowloris_connections_are_closed_by_the_idle_timeout)
 {
-	static const char *const extra[] = { "-c", "1024", "--idle-timeout",
-					     "2", NULL };
+	/* memcached's spelling of --idle-timeout 2. */
+	static const char *const extra[] = { "-c", "1024", "-o",
+					     "idle_timeout=2", NULL };
 	static const char req[] = "get slowloris_never_completes\r\n";
 	bool closed[SLOW_N] = { false };
 	int nclosed = 0, replies = 0, good_fail = 0, rounds = 0;

@@ -10,6 +10,9 @@
 # $port (0 with tls_only=1, rhkvd's -p 0).
 tls_port=
 tls_only=0
+# tls_spelling=memcached: rhkvd too is started with memcached's command line
+# (-Z, -o ssl_*, -l notls:HOST:PORT,HOST:TLS_PORT), as memcached always is.
+tls_spelling=rhkvd
 
 # need_tls_server: skips (77) unless the server under test speaks TLS the
 # way these tests expect: rhkvd with --tls-port in its --help, or memcached
@@ -46,8 +49,11 @@ tlspy() {
 # $port (none with tls_only=1) and a TLS one on $tls_port (five tries), both
 # on 127.0.0.1; ready once a TLS `version` is answered. Sets $pid.
 start_tls_server() {
-	local mc=ssl_session_cache rest=() a
+	local mc=ssl_session_cache rest=() a spell=$tls_spelling
 	if is_memcached; then
+		spell=memcached
+	fi
+	if [ "$spell" = memcached ]; then
 		while [ $# -gt 0 ]; do
 			a=$1
 			case $a in
@@ -76,7 +82,7 @@ start_tls_server() {
 		port=$(free_port)
 		tls_port=$(free_port)
 		[ "$port" != "$tls_port" ] || continue
-		if is_memcached; then
+		if [ "$spell" = memcached ]; then
 			"$server" -u root -U 0 -t 2 -Z -o "$mc" \
 				-l "notls:127.0.0.1:$port,127.0.0.1:$tls_port" "${rest[@]}" &
 		else

@@ -7,7 +7,8 @@
 #              resumption, --tls-min-version 1.3, --tls-ciphers and
 #              --tls-ciphersuites; the TLS statistics; -p 0
 #   clientcert --tls-verify require, optional and none with client
-#              certificates from the CA, from another CA, and none
+#              certificates from the CA, from another CA, and none; the
+#              server started with memcached's command line (-Z, -o ssl_*)
 #   failures   what clients and the network do wrong, each leaving the
 #              server serving and counted in ssl_handshake_errors
 #   reload     certificate reload (SIGHUP, refresh_certs) under a loop of
@@ -205,6 +206,9 @@ group_basic() {
 
 group_clientcert() {
 	local mode
+	# memcached's command line for rhkvd too: -o ssl_verify_mode=2, 1, 0
+	# and ssl_ca_cert, -Z and -l notls:.
+	tls_spelling=memcached
 	for mode in require optional none; do
 		echo "== --tls-verify $mode --tls-ca ca.crt"
 		start_tls_server "${serve[@]}" --tls-ca "$certs/ca.crt" \
