@@ -4,9 +4,13 @@ that did not pass (result other than OK or SKIP): its name, result and
 duration, then the last lines of its output. scripts/test.sh prints these
 at the end of its run, where CI's view of the output (its tail) shows them."""
 import json
+import re
 import sys
 
 TAIL_LINES = 15
+# rhkvd's own warning and information lines (every start as root logs
+# one) would crowd the test's assertions out of the tail.
+SERVER_LOG = re.compile(r"rhkvd\[\d+\] (WARN|INFO|DEBUG) ")
 
 
 def main():
@@ -19,7 +23,8 @@ def main():
             print(f"-- {label}: {test['name']} {test['result']} "
                   f"after {test['duration']:.1f}s")
             out = ((test.get("stdout") or "") + (test.get("stderr") or ""))
-            out = out.rstrip("\n").split("\n")
+            out = [text for text in out.rstrip("\n").split("\n")
+                   if not SERVER_LOG.search(text)]
             for text in out[-TAIL_LINES:]:
                 print(f"   {text[:200]}")
 
