@@ -67,7 +67,8 @@ static struct nl {
 	atomic_bool stop;
 	atomic_int failed;
 	pthread_mutex_t lock;
-	char msg[2048]; /* the first failure */
+	char msg[2048];	       /* the first failure */
+	atomic_int missed_key; /* a writer's miss: the key + 1 */
 
 	_Atomic uint32_t clock;	    /* ticks at sends and acks */
 	_Atomic uint32_t nversions; /* versions handed out */
@@ -320,6 +321,11 @@ static void *nl_writer(void *arg)
 			atomic_fetch_add(&nl->gets, 1);
 			if (got == 0) {
 				if (r->v && !nl->evicting) {
+					int none = 0;
+
+					atomic_compare_exchange_strong(
+						&nl->missed_key, &none,
+						r->key + 1);
 					nl_fail("writer %d: get nl:%d missed; "
 						"a set sent at %u was "
 						"acknowledged before it",
@@ -523,6 +529,53 @@ out:
 
 /* ---- the run ---- */
 
+/*
+ * What the server says once a writer failed, for the failure's message:
+ * whether a missed key is there now (a lookup that missed a present item,
+ * or an item gone), and the counters that could explain it.
+ */
+static void failure_state(char *dst, size_t cap)
+{
+	struct hvalue *hv = malloc(sizeof(*hv));
+	struct hstats s = { 0 }, t = { 0 };
+	int key = atomic_load(&nl->missed_key) - 1;
+	size_t n = 0;
+
+	cr_assert_not_null(hv);
+	dst[0] = 0;
+	if (key >= 0) {
+		char req[64];
+		int got;
+
+		snprintf(req, sizeof(req), "get nl:%d\r\n", key);
+		got = hc_send(c, req, strlen(req))
+			      ? -1
+			      : hc_value(c, hv, NL_REPLY_MS);
+		if (got == 1 && hc_value(c, hv, NL_REPLY_MS) != 0)
+			got = -1;
+		n += (size_t)snprintf(dst, cap, "nl:%d now: %s; ", key,
+				      got == 1	 ? "present"
+				      : got == 0 ? "missing"
+						 : "no good reply");
+	}
+	free(hv);
+	if (n < cap && !hc_stats(c, "", &s, NL_REPLY_MS) &&
+	    !hc_stats(c, "table", &t, NL_REPLY_MS)) {
+		unsigned long long ev = 0, carried = 0, grows = 0, shrinks = 0,
+				   buckets = 0;
+
+		hstats_u64(&s, "evictions", &ev);
+		hstats_u64(&s, "items_carried", &carried);
+		hstats_u64(&t, "grows", &grows);
+		hstats_u64(&t, "shrinks", &shrinks);
+		hstats_u64(&t, "buckets", &buckets);
+		snprintf(dst + n, cap - n,
+			 "evictions %llu, items_carried %llu; table %llu "
+			 "buckets, %llu grows, %llu shrinks",
+			 ev, carried, grows, shrinks, buckets);
+	}
+}
+
 static void run(bool evicting)
 {
 	static const char *const evict_flags[] = { "-m", "8", NULL };
@@ -574,8 +627,13 @@ static void run(bool evicting)
 		pthread_join(th[i], NULL);
 	long long ran_ms = h_now_ms() - t0;
 
-	cr_assert_eq(atomic_load(&nl->failed), 0, "%d failures; first: %s",
-		     atomic_load(&nl->failed), nl->msg);
+	if (atomic_load(&nl->failed)) {
+		char diag[512];
+
+		failure_state(diag, sizeof(diag));
+		cr_assert_fail("%d failures; first: %s; %s",
+			       atomic_load(&nl->failed), nl->msg, diag);
+	}
 
 	/* Every writer read every reply: nothing is in flight. A full scan
 	 * and a get of every acknowledged key. */
