@@ -11,6 +11,8 @@
 #      rhkvd;
 #   5. the libFuzzer targets (clang, ASan+UBSan): each replays its seed
 #      corpus and runs a fixed number of new inputs with a fixed seed.
+# The builds of 3-5 (scripts/build-checks.sh) run at the lowest priority
+# while the tests of 2 run.
 # Ends with the time each step took, each test that did not pass with the
 # end of its output (CI shows only the end of the whole output), and one line
 # "N passed, N failed".
@@ -57,47 +59,42 @@ step_done "format"
 status=0
 ./scripts/build.sh build -Dwerror=true -Dtests=enabled
 step_done "build: build"
+# The sanitizer and fuzz builds compile at the lowest priority while the
+# normal build's tests run (scripts/build-checks.sh says why); their output
+# follows those tests'.
+checks_log=build/build-checks.log
+nice -n 19 ./scripts/build-checks.sh >"$checks_log" 2>&1 &
+checks_pid=$!
 run_suite build || status=1
-
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# -O1: the optimisation the sanitizers' authors advise (a faster suite; at
-# -O0 it takes a minute longer, at -O2 reports can lose their frames).
-./scripts/build.sh build-asan -Dwerror=true -Dtests=enabled --buildtype=debug \
-	-Doptimization=1 -Db_sanitize=address,undefined -Db_lundef=false
-step_done "build: build-asan"
-# The model checker runs 10 s per mode against a sanitizer rhkvd (20 s
-# against the normal one): the suite's time stays under 15 minutes.
-RHKV_MODEL_SECONDS=10 run_suite build-asan --timeout-multiplier 3 || status=1
-
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-# Under TSan only the stress suite and rhkvd run: build those (meson test
-# builds what the suite's tests use), not the whole project again.
-tsan_opts=(-Dwerror=true --buildtype=debugoptimized -Db_sanitize=thread)
-if [ -f build-tsan/build.ninja ]; then
-	meson setup --reconfigure build-tsan "${tsan_opts[@]}" >/dev/null
+echo "== builds: build-asan, build-tsan, build-fuzz (scripts/build-checks.sh)"
+checks_rc=0
+wait "$checks_pid" || checks_rc=$?
+cat "$checks_log"
+step_done "builds: waited for build-checks.sh"
+if [ "$checks_rc" -ne 0 ]; then
+	echo "scripts/build-checks.sh failed (exit $checks_rc)"
+	echo "-- the sanitizer builds: scripts/build-checks.sh failed (exit $checks_rc); its output is above" >>"$failures"
+	failed=$((failed + 1))
+	status=1
 else
-	meson setup build-tsan "${tsan_opts[@]}" >/dev/null
-fi
-echo "build: build-tsan (${tsan_opts[*]}): rhkvd and the stress suite"
-ninja -C build-tsan server/rhkvd
-step_done "build: build-tsan rhkvd"
-run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
-# The daemon under TSan: the integration tests whose connections race its
-# threads (criterion and scripts, normal build) drive the TSan rhkvd; a
-# report makes it exit non-zero, which they check.
-RHKV_TEST_SERVER=$PWD/build-tsan/server/rhkvd RHKV_MODEL_SECONDS=10 \
-	run_suite build --no-rebuild --suite tsan-daemon \
-	--timeout-multiplier 3 || status=1
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	# The model checker runs 10 s per mode against a sanitizer rhkvd (20 s
+	# against the normal one): the suite's time stays under 15 minutes.
+	RHKV_MODEL_SECONDS=10 run_suite build-asan --timeout-multiplier 3 ||
+		status=1
 
-echo "build: build-fuzz (clang, -Dfuzz=true, ASan+UBSan)"
-if [ ! -f build-fuzz/build.ninja ]; then
-	CC=clang meson setup build-fuzz -Dfuzz=true --buildtype=debugoptimized \
-		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+	run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
+	# The daemon under TSan: the integration tests whose connections race
+	# its threads (criterion and scripts, normal build) drive the TSan
+	# rhkvd; a report makes it exit non-zero, which they check.
+	RHKV_TEST_SERVER=$PWD/build-tsan/server/rhkvd RHKV_MODEL_SECONDS=10 \
+		run_suite build --no-rebuild --suite tsan-daemon \
+		--timeout-multiplier 3 || status=1
+
+	run_suite build-fuzz --suite fuzz || status=1
 fi
-# meson test builds what the fuzz suite's tests use, and no more: every
-# fuzz target, a new one included, not the rest of the project.
-run_suite build-fuzz --suite fuzz || status=1
 
 echo "== steps"
 printf '%s\n' "${steps[@]}"
