@@ -450,7 +450,8 @@ void cache__free_dead_segments(struct cache *c)
 static bool fits(struct cache *c, struct cache_room want)
 {
 	if (want.segment &&
-	    atomic_load_explicit(&c->pooled, memory_order_relaxed))
+	    atomic_load_explicit(&c->pooled, memory_order_relaxed) &&
+	    !cache__over_budget(c))
 		return true;
 	/* Writers leave a segment's room for the evictor's carry. */
 	return cache__load64(&c->mem) + want.bytes + (int64_t)c->seg_size <=
@@ -465,8 +466,10 @@ bool cache__make_room(struct cache *c, struct cache_room want)
 		if (fits(c, want))
 			return true;
 		/* Pooled segments are room for a large item once given
-		 * back to the kernel. */
-		if (!want.segment && cache__pool_trim(c, 0))
+		 * back to the kernel, and for anything once the cache is
+		 * within a lowered limit again. */
+		if ((!want.segment || cache__over_budget(c)) &&
+		    cache__pool_trim(c, 0))
 			continue;
 		/* Units evicted already are room after a grace period. */
 		if (cache__load64(&c->retired) > 0 && cache__reclaim(c))

@@ -436,6 +436,11 @@ void cache__item_set_marks(struct item *it, uint8_t marks);
 void cache__item_discard(struct cache *c, unsigned int thread, struct item *it);
 /* Bytes the limit leaves for items: the bucket arrays come first. */
 int64_t cache__item_budget(struct cache *c);
+/* Whether the memory counted for items is over that budget: only after
+ * the limit was lowered (cache_memlimit) or the bucket arrays grew. Then
+ * a pooled segment is not room: writers give it back to the kernel
+ * instead of filling it past the limit. */
+bool cache__over_budget(struct cache *c);
 /* The item is linked now (inside the read-side section that linked it). */
 void cache__item_linked(struct cache *c, struct item *it);
 /*

@@ -130,6 +130,11 @@ int64_t cache__item_budget(struct cache *c)
 	return limit - (int64_t)rhashtable_bucket_bytes(&c->ht);
 }
 
+bool cache__over_budget(struct cache *c)
+{
+	return cache__load64(&c->mem) > cache__item_budget(c);
+}
+
 /*
  * Reserves n bytes if they fit within the budget less slack. Writers keep
  * a segment's worth of slack: the evictor's carry segment (slack 0) needs
@@ -153,16 +158,20 @@ static bool mem_reserve(struct cache *c, int64_t n, int64_t slack)
 /* ---- segments ---- */
 
 /* A free segment: from the pool (already counted), else a new one if
- * its bytes fit the limit. NULL: no room. */
+ * its bytes fit the limit. NULL: no room. Over the budget (a lowered
+ * limit) a writer takes no pooled segment: the pool is trimmed instead
+ * (cache__make_room); the evictor's carry still may, since carrying is
+ * what frees the rest of a segment. */
 static struct seg *seg_take(struct cache *c, bool carry)
 {
 	struct seg *s = NULL;
+	bool pool_ok = carry || !cache__over_budget(c);
 
 	pthread_mutex_lock(&c->pool_lock);
 	if (carry && c->carry_spare) {
 		s = c->carry_spare;
 		c->carry_spare = NULL;
-	} else if (c->pool) {
+	} else if (c->pool && pool_ok) {
 		s = c->pool;
 		c->pool = s->next_free;
 		if (atomic_fetch_sub_explicit(

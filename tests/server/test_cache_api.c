@@ -630,6 +630,42 @@ Test(cache_api, filling_past_the_limit_evicts)
 	done(c);
 }
 
+/*
+ * Once the items are within a lowered limit they stay within it: segments
+ * freed by the evictor and pooled (their memory still counted) are not
+ * filled past the new limit while the pool waits to be trimmed. Before,
+ * writers took the pooled segments and bytes rose above the limit again.
+ */
+Test(cache_api, lowered_limit_holds_for_writes)
+{
+	struct cache *c = new_cache(64 * MB);
+	char value[4000], k[24];
+	struct cache_stats st;
+
+	memset(value, 'v', sizeof(value));
+	for (int i = 0; i < 12000; i++) { /* 48 MB */
+		snprintf(k, sizeof(k), "a%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+					 sizeof(value), 0, NULL),
+			     CACHE_STORED, "%s", k);
+	}
+	cr_assert_gt(stats(c).bytes, 40 * MB);
+	cache_set_limit(c, 16 * MB);
+	bool within = false;
+	for (int i = 0; i < 24000; i++) { /* up to 96 MB more */
+		snprintf(k, sizeof(k), "b%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+					 sizeof(value), 0, NULL),
+			     CACHE_STORED, "%s", k);
+		st = stats(c);
+		if (within)
+			cr_assert_leq(st.bytes, 16 * MB, "after %s", k);
+		within = within || st.bytes <= 16 * MB;
+	}
+	cr_assert(within, "never within the lowered limit");
+	done(c);
+}
+
 Test(cache_api, referenced_item_outlives_its_unlink)
 {
 	/* Only large items are referenced (a reply sends them from the
