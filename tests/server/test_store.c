@@ -46,7 +46,7 @@
  * RHKV_TEST_CHURN_S overrides all three. */
 #define CHURN_S		10
 #define CHURN_SOAK_S	60
-#define CHURN_SAN_S	10
+#define CHURN_SAN_S	5
 #define STORE_ENV_CHURN "RHKV_TEST_CHURN_S"
 
 static struct srv srv;
