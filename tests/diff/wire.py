@@ -1,0 +1,205 @@
+"""Sends a sequence to both servers at once and reads their replies.
+
+Each write of the sequence is rendered for each server (its own cas
+values, gen.py's placeholders), followed by `mn\\r\\n`, the tester's own
+marker, and sent on one connection per server per sequence, new for the
+sequence. A server's reply to the write is complete when as many `MN`
+lines have come as the write holds `mn` commands, or the server closes
+the connection, or it has been quiet for `quiet` seconds (a data block
+that swallowed the marker). Replies are split into units: a line, or a
+`VALUE`/`VA` line with its data block; a close is the unit `<closed>`.
+"""
+
+import base64
+import select
+import socket
+import time
+
+import gen
+
+CLOSED = b'<closed>'
+MARK = b'mn\r\n'
+
+
+def prefix(n):
+    """The key prefix of the n-th sequence run: gen.PREFIX_LEN bytes."""
+    s = ''
+    while True:
+        s = '0123456789abcdefghijklmnopqrstuvwxyz'[n % 36] + s
+        n //= 36
+        if n == 0:
+            break
+    return ('d' + s.rjust(gen.PREFIX_LEN - 1, '0')).encode()
+
+
+def key_bytes(pfx, name):
+    if name.startswith('='):
+        return pfx + b'K' * (int(name[1:]) - len(pfx))
+    return pfx + name.encode('latin-1')
+
+
+# a cas that neither server has handed out
+NO_CAS = 987654321987
+
+
+def render(cmd, pfx, cas):
+    """The bytes of one command (a list of gen pieces) for one server;
+    cas maps full keys to the last cas that server returned."""
+    out = []
+    for p in cmd:
+        if isinstance(p, bytes):
+            out.append(p)
+        elif isinstance(p, gen.B64):
+            out.append(base64.b64encode(key_bytes(pfx, p.name)))
+        elif isinstance(p, gen.Key):
+            out.append(key_bytes(pfx, p.name))
+        elif isinstance(p, gen.Cas):
+            c = cas.get(key_bytes(pfx, p.name))
+            out.append(b'%d' % ((c if c is not None else NO_CAS) + p.delta))
+        elif isinstance(p, gen.Now):
+            out.append(b'%d' % (int(time.time()) + p.delta))
+        else:
+            raise TypeError(p)
+    return b''.join(out)
+
+
+def split_units(buf):
+    """(units, bytes used): whole units of buf; a partial one stays."""
+    units, i = [], 0
+    while i < len(buf):
+        j = buf.find(b'\n', i)
+        if j < 0:
+            break
+        line = buf[i:j + 1]
+        end = j + 1
+        tok = line.split()
+        n = None
+        if len(tok) >= 4 and tok[0] == b'VALUE' and tok[3].isdigit():
+            n = int(tok[3])
+        elif len(tok) >= 2 and tok[0] == b'VA' and tok[1].isdigit():
+            n = int(tok[1])
+        if n is not None:
+            end = j + 1 + n + 2
+            if end > len(buf):
+                break
+        units.append(buf[i:end])
+        i = end
+    return units, i
+
+
+def learn_cas(units, cas):
+    """Updates key -> cas from the replies that name both: VALUE lines of
+    gets/gats, meta lines with k and c flags."""
+    for u in units:
+        line = u.split(b'\r\n', 1)[0]
+        tok = line.split(b' ')
+        if tok[0] == b'VALUE' and len(tok) == 5 and tok[4].isdigit():
+            cas[tok[1]] = int(tok[4])
+        elif tok[0] in (b'HD', b'VA', b'NS', b'EX', b'NF'):
+            k = c = None
+            for i, t in enumerate(tok[1:], 1):
+                if t[:1] == b'k':
+                    k = t[1:]
+                    if i + 1 < len(tok) and tok[i + 1] == b'b':
+                        try:
+                            k = base64.b64decode(k)
+                        except ValueError:
+                            k = None
+                elif t[:1] == b'c' and t[1:].isdigit():
+                    c = int(t[1:])
+            if k is not None and c is not None:
+                cas[k] = c
+
+
+class Side:
+    """One server's connection for one sequence."""
+
+    def __init__(self, name, port):
+        self.name = name
+        self.sock = socket.create_connection(('127.0.0.1', port), timeout=10)
+        self.sock.setblocking(False)
+        self.buf = b''  # everything received
+        self.sent = []  # the bytes of each write
+        self.cas = {}
+        self.closed = False
+
+    def units(self):
+        u, used = split_units(self.buf)
+        if self.closed:
+            if used < len(self.buf):
+                u.append(self.buf[used:])
+            u.append(CLOSED)
+        return u
+
+    def close(self):
+        self.sock.close()
+
+
+def run(ports, writes, pfx, quiet):
+    """Runs one sequence against each port of `ports` (a dict name ->
+    port) at once; returns name -> Side."""
+    sides = {n: Side(n, p) for n, p in ports.items()}
+    try:
+        for w in writes:
+            marks = 1 + sum(1 for c in w if c == [MARK])
+            out, start, last = {}, {}, {}
+            for s in sides.values():
+                learn_cas(split_units(s.buf)[0], s.cas)
+                data = b''.join(render(c, pfx, s.cas) for c in w) + MARK
+                s.sent.append(data)
+                out[s.name] = data if not s.closed else b''
+                start[s.name] = len(s.buf)
+                last[s.name] = time.time()
+            exchange(sides, out, start, last, marks, quiet)
+    finally:
+        for s in sides.values():
+            s.close()
+    return sides
+
+
+def done(s, start, marks):
+    if s.closed:
+        return True
+    u, used = split_units(s.buf[start:])
+    return used == len(s.buf) - start and \
+        sum(1 for x in u if x == b'MN\r\n') >= marks
+
+
+def exchange(sides, out, start, last, marks, quiet):
+    """Sends each side its bytes while reading, until each is done."""
+    pending = {n for n in sides if not done(sides[n], start[n], marks) or
+               out[n]}
+    while pending:
+        rd = [sides[n].sock for n in pending]
+        wr = [sides[n].sock for n in pending if out[n]]
+        r, w, _ = select.select(rd, wr, [], 0.05)
+        now = time.time()
+        for n in list(pending):
+            s = sides[n]
+            if s.sock in w:
+                try:
+                    k = s.sock.send(out[n][:1 << 16])
+                    out[n] = out[n][k:]
+                    last[n] = now
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    out[n] = b''
+            if s.sock in r:
+                try:
+                    d = s.sock.recv(1 << 16)
+                except (BlockingIOError, InterruptedError):
+                    d = None
+                except OSError:
+                    d = b''
+                if d == b'':
+                    s.closed = True
+                    out[n] = b''
+                elif d:
+                    s.buf += d
+                    last[n] = now
+            if not out[n] and (done(s, start[n], marks) or
+                               now - last[n] > quiet):
+                pending.discard(n)
+            elif out[n] and now - last[n] > 10 * quiet + 10:
+                pending.discard(n)  # a server that reads nothing
