@@ -339,6 +339,8 @@ int64_t cache_now(void);
 /* Converts a protocol exptime (0, relative up to 30 days, absolute, or
  * negative) to an absolute one; negative means already expired. */
 int64_t cache_abs_exptime(int64_t exptime);
+/* The same, relative to the given unix time instead of the clock's. */
+int64_t cache_abs_exptime_at(int64_t exptime, int64_t now);
 
 /* Whether the item is alive now (not expired, not flushed). */
 bool cache_item_live(struct cache *c, const struct item *it, int64_t now);
