@@ -185,6 +185,10 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 	if (live && (mode == CACHE_APPEND || mode == CACHE_PREPEND) &&
 	    w->cas_in && item_cas(old) != w->cas_in)
 		return CACHE_EXISTS;
+	if (live && (mode == CACHE_APPEND || mode == CACHE_PREPEND) &&
+	    w->nbytes_max &&
+	    (uint64_t)item_nbytes(old) + w->nbytes > w->nbytes_max)
+		return CACHE_NOT_STORED;
 	if (live && mode == CACHE_CAS && item_cas(old) != w->cas_in) {
 		/* cas 0 is no cas to memcached: in cas mode it neither
 		 * matches nor counts as older (ms C0 I is EX). */

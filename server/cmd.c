@@ -163,6 +163,7 @@ static void exec_store(struct conn *c, const struct request *r)
 		.nbytes = r->nbytes,
 		/* The classic append and prepend compare no cas. */
 		.cas_in = r->cmd == REQ_CAS ? r->cas : 0,
+		.nbytes_max = c->w->srv->cfg.max_item_size,
 		.landed = r->landed,
 	};
 	uint64_t cas = 0;

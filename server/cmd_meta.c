@@ -219,6 +219,7 @@ void cmd_mset(struct conn *c, const struct request *r)
 		.stale_if_older = q->invalidate && mode == CACHE_CAS,
 		.vivify = q->has_vivify,
 		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
+		.nbytes_max = c->w->srv->cfg.max_item_size,
 		.nbytes_out = &m.size,
 		/* A large value received straight into its item (conn.c) is
 		 * stored as it is, as the classic set stores it: no second

@@ -650,6 +650,25 @@ Test(text, flush_all_with_delay)
 	cr_assert_geq(h_now_ms() - t0, 900, "flush_all 3 acted at once");
 }
 
+/* An append or prepend whose whole value would pass the item size limit
+ * is NOT_STORED (ms: NS) and keeps the old item, as in memcached; rhkvd
+ * stored it, past its own limit. */
+Test(text_1k, append_past_the_limit_is_not_stored)
+{
+	memset(big, 'y', 5000000);
+	hbuf_printf(&breq, "set k 0 0 900\r\n");
+	hbuf_add(&breq, big, 900);
+	hbuf_printf(&breq, "\r\nappend k 0 0 200\r\n");
+	hbuf_add(&breq, big, 200);
+	hbuf_printf(&breq, "\r\nprepend k 0 0 200\r\n");
+	hbuf_add(&breq, big, 200);
+	hbuf_printf(&breq, "\r\nms k 200 MA\r\n");
+	hbuf_add(&breq, big, 200);
+	hbuf_printf(&breq, "\r\nmg k s\r\n");
+	SEND_N(c, breq.p, breq.len);
+	EXPECT(c, "STORED\r\nNOT_STORED\r\nNOT_STORED\r\nNS\r\nHD s900\r\n");
+}
+
 Test(text_1k, too_large_value)
 {
 	memset(big, 'y', 5000000);
