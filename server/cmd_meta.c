@@ -45,6 +45,9 @@ static int64_t ttl_given(int64_t exptime, int64_t now)
 }
 
 /* A miss with N: an empty item, its recache already won by this caller.
+ * It is made without a TTL, as memcached makes it, and mget_hit() gives it
+ * N's (or a later T's): one already run out (N-1) would otherwise be the
+ * expiry sweep's to take before this request has answered from it.
  * Returns the new item's write sequence (which tells it apart from any
  * later item of the key), 0 when another got in first. */
 static uint64_t vivify(struct conn *c, const struct request *r)
@@ -53,7 +56,7 @@ static uint64_t vivify(struct conn *c, const struct request *r)
 	const struct cache_write w = {
 		.mode = CACHE_ADD,
 		.key = r->key,
-		.exptime = cache_abs_exptime(r->meta->vivify_ttl),
+		.exptime = 0,
 		.value = "",
 		.cas_new = r->meta->has_new_cas ? r->meta->new_cas : 0,
 		.marks = r->meta->no_win ? 0 : ITEM_WON,
@@ -81,10 +84,14 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 	uint32_t exp_now = exp;
 
 	/* On a vivified item, T and N both set the TTL: the later one
-	 * applies (N's is already there). */
-	if (q->has_ttl && !(created && !q->ttl_last)) {
+	 * applies. */
+	if (created || q->has_ttl) {
+		int64_t e = created && !(q->has_ttl && q->ttl_last)
+				    ? q->vivify_ttl
+				    : q->ttl;
+
 		cache_item_set_exptime(c->w->srv->cache, it,
-				       cache_abs_exptime(q->ttl));
+				       cache_abs_exptime(e));
 		exp_now = atomic_load_explicit(&it->exptime,
 					       memory_order_relaxed);
 	}
@@ -150,12 +157,6 @@ void cmd_mget(struct conn *c, const struct request *r)
 		created_seq = vivify(c, r);
 		rhkv_rcu_read_lock();
 		it = cache_lookup(cache, r->key, NULL);
-		/* A stub made already expired (N-1) is still this request's. */
-		if (!it && created_seq) {
-			it = cache_lookup_any(cache, r->key);
-			if (it && it->cas != created_seq)
-				it = NULL;
-		}
 	}
 	if (it)
 		mget_hit(c, r, it, created_seq && it->cas == created_seq, &m);
