@@ -103,7 +103,11 @@ static struct item *build(struct cache *c, unsigned int thread,
 	}
 	if (it) {
 		it->cas = next_cas(c, thread);
-		cache__item_set_marks(it, w->marks);
+		/* memcached's joined item is a new one whose key is not marked
+		 * binary, whichever way the old one or the request spelled it
+		 * (mg k then answers it plain). */
+		cache__item_set_marks(it, join ? w->marks & ~ITEM_KEY_BINARY
+					       : w->marks);
 		if (w->cas_new)
 			cache__item_choose_cas(it, w->cas_new);
 	}

@@ -370,6 +370,20 @@ Test(text, meta_get_with_a_too_long_opaque_leaves_the_item_unfetched)
 	EXPECT(c, "CLIENT_ERROR opaque token too long\r\nHD h1\r\n");
 }
 
+/* memcached's append and prepend make a new item whose key is not marked
+ * binary, whatever the request's b: mg k answers it plain (rhkvd kept the
+ * b of ms ... b MA and answered kYQ== b). */
+Test(text, meta_append_with_a_binary_key_makes_a_plain_one)
+{
+	RT(c, "set a 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "ms YQ== 1 b MA\r\ny\r\n", "HD\r\n");
+	RT(c, "mg a k v\r\n", "VA 2 ka\r\nxy\r\n");
+	RT(c, "ms Yg== 1 b\r\nx\r\n", "HD\r\n");
+	RT(c, "mg b k\r\n", "HD kYg== b\r\n");
+	RT(c, "ms Yg== 1 b MP\r\ny\r\n", "HD\r\n");
+	RT(c, "mg b k v\r\n", "VA 2 kb\r\nyx\r\n");
+}
+
 Test(text, multi_get_keeps_order_and_skips_misses)
 {
 	RT(c, "set a 1 0 1\r\nA\r\n", "STORED\r\n");
