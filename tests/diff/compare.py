@@ -120,7 +120,7 @@ def check(writes, mc_units, rh_units):
     for i in range(max(len(a), len(b))):
         if i < len(a) and i < len(b) and same(a[i], b[i]):
             continue
-        d = documented.explain(writes, mc_units, rh_units, i)
+        d = documented.explain(writes, mc_units, rh_units, i, a, b)
         if d is not None:
             return Result('documented', i, d)
         return Result('diff', i)

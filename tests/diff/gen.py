@@ -30,6 +30,7 @@ DAY = 86400
 MONTH = 30 * DAY  # the largest relative exptime
 KEY_MAX = 250
 PREFIX_LEN = 8  # wire.prefix(): keys' lengths do not depend on the run
+ITEM_MAX = 1 << 20  # both servers' -I
 
 
 class Key:
@@ -61,6 +62,12 @@ TTLS = [0, 0, 0, 100, 1000, DAY, MONTH, -1, -100, MONTH + 1,
 RECACHE = [0, -1, 1, 50, 500, 5000, 10 ** 6, U32 + 50, 'x']
 FLAGS = [0, 0, 0, 1, 12345, U32 - 1, U32, U32 + 5, U64 - 1, U64, -1, '-0',
          '+7', 'x', -(U64 - 1), '\t3']
+# A refused storage line has its data block read as a command line: one of
+# over 2048 bytes closes the connection (TEXT.md, Line lengths), which
+# ends the sequence. Large values get numbers that are accepted.
+GOOD_FLAGS = [0, 1, U32 - 1, U32, U64 - 1, '-0', '+7']
+GOOD_TTLS = [0, 100, DAY, -1, U32 + 100, U32 - 1, I64 - 1]
+BIG = 2000
 DELTAS = [0, 1, 1, 7, 100, U32, U32 + 1, U64 - 1, U64, -1, '-0', 'x',
           -(U64 - 1)]
 NUMBERS = [b'0', b'1', b'9', b'99', b'100', b'007', b' 12', b'12 ',
@@ -89,7 +96,7 @@ def value(rng, numeric=False):
 class Gen:
     """Sequences from one seed: `Gen(seed).sequence()` again and again."""
 
-    def __init__(self, seed, item_max=1 << 20):
+    def __init__(self, seed, item_max=ITEM_MAX):
         self.rng = random.Random(seed)
         self.item_max = item_max
 
@@ -127,29 +134,32 @@ class Gen:
         k = self.key()
         data = value(rng)
         r = rng.random()
-        if r < 0.015:  # about the item size limit
-            data = b'z' * rng.choice([self.item_max - 200,
+        if r < 0.015:  # about the item size limit: what memcached's item
+            # header and a 250-byte key leave of it, and one byte over
+            data = b'z' * rng.choice([self.item_max - 400,
                                       self.item_max + 1])
         n = b'%d' % len(data)
+        big = len(data) > BIG
         r = rng.random()
         if r < 0.03:
             n = b'%d' % (len(data) + U32)
-        elif r < 0.05:
+        elif r < 0.05 and not big:
             n = num(rng, [-1, 1 << 31, U32, 'x', (1 << 31) - 3,
                           -U32 + len(data)])
-        elif r < 0.07:
+        elif r < 0.07 and not big:
             n = b'%d' % (len(data) + rng.choice([-1, 1, 2]))
-        p = [cmd.encode() + b' ', k, b' ', num(rng, FLAGS), b' ', self.ttl(),
-             b' ', n]
+        flags = num(rng, GOOD_FLAGS if big else FLAGS)
+        ttl = num(rng, GOOD_TTLS) if big else self.ttl()
+        p = [cmd.encode() + b' ', k, b' ', flags, b' ', ttl, b' ', n]
         if cmd == 'cas':
-            p += [b' ', self.cas(k.name)]
+            p += [b' ', self.cas(k.name) if not big else Cas(k.name)]
         r = rng.random()
         if r < 0.2:
             p.append(b' noreply')
-        elif r < 0.23:
+        elif r < 0.23 and not big:
             p.append(rng.choice([b' noreplyx', b' 0', b' noreply x']))
-        end = b'\r\n' if rng.random() > 0.02 else rng.choice([b'xx', b'\n',
-                                                               b''])
+        end = b'\r\n' if rng.random() > 0.02 or big else \
+            rng.choice([b'xx', b'\n', b''])
         return p + [b'\r\n', data, end]
 
     def retrieval(self):
@@ -221,7 +231,7 @@ class Gen:
         rng = self.rng
         out = []
         for c in letters:
-            if rng.random() < (0.03 if c in rare else 0.3):
+            if rng.random() < (0.015 if c in rare else 0.3):
                 out.append(self.flag(c, k))
         if rng.random() < 0.05:
             out.append([rng.choice(b'abdegijmnoprwxyzABGHKLPQSUVWXYZ')
@@ -272,7 +282,7 @@ class Gen:
         r = rng.random()
         if r < 0.03:
             n = b'%d' % (len(data) + U32)
-        elif r < 0.05:
+        elif r < 0.05 and len(data) <= BIG:
             n = num(rng, [-1, 1 << 31, 'x'])
         p = [b'ms ', k, b' ', n] + b + self.flags('FTMCIqckOsNE', k, 'EsN')
         return p + [b'\r\n', data, b'\r\n']
