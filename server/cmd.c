@@ -39,9 +39,9 @@ static bool is_touch(enum req_cmd cmd)
 }
 
 /* get, gets, gat, gats: one key or many. An expired item met on the way
- * is reclaimed at once (lazy expiry) and counted. Keys that a key over
- * 250 bytes followed are fetched, touched and counted as memcached does
- * before it fails, but answered with the failure alone. */
+ * is reclaimed at once (lazy expiry) and counted. Keys followed by one
+ * over 250 bytes are fetched, touched and counted as memcached does before
+ * it fails, but answered with the failure alone. */
 static void exec_get(struct conn *c, const struct request *r)
 {
 	struct cache *cache = c->w->srv->cache;

@@ -23,6 +23,7 @@ import collections
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -136,6 +137,8 @@ def main():
                     help='after a difference, go on with new sequences')
     ap.add_argument('--send', nargs='+', metavar='WRITE')
     a = ap.parse_args()
+    # SIGTERM (meson's timeout) exits through atexit, which kills servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if a.long and '--seconds' not in sys.argv:
         a.seconds = 3600
     if reference() is None:
@@ -168,6 +171,7 @@ def main():
         elif res.kind == 'diff':
             print('sequence %d of seed %d:' % (n, seed))
             fail(pair, writes, res, sides, a.shrink_seconds)
+            sys.stdout.flush()
             failed += 1
             if not a.keep_going:
                 break

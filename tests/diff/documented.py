@@ -94,7 +94,8 @@ def is_meta(cmd, *names):
 
 
 def meta_flags(cmd):
-    return toks(cmd)[2:]
+    t = toks(cmd)
+    return t[3:] if t[:1] == [b'ms'] else t[2:]
 
 
 GETS = (b'get', b'gets', b'gat', b'gats', b'bget')
@@ -211,7 +212,7 @@ def flush_watermark(c):
 @doc("the current text's E, ms s, ms N, md x", 'META.md, "What the '
      'current text adds or rewords"')
 def current_text(c):
-    mc, rh = c.at('mc'), c.at('rh')
+    mc = c.at('mc')
     new = any(is_meta(x, 'mg', 'ms', 'md', 'ma') and
               any(f[:1] == b'E' for f in meta_flags(x)) or
               is_meta(x, 'md') and b'x' in [f[:1] for f in meta_flags(x)]
@@ -247,26 +248,26 @@ def ma_grows_with_ttl(c):
         return True
     # the new value's TTL (memcached: the old one) decides whether it is
     # still there: a hit in memcached is a miss in rhkvd, or the reverse
-    return presence(c.at('mc')) is not None and \
-        presence(c.at('rh')) is not None and \
-        presence(c.at('mc')) != presence(c.at('rh'))
+    return presence_differs(c.at('mc'), c.at('rh'))
 
 
-HIT = (b'VALUE', b'VA', b'HD', b'TOUCHED', b'DELETED', b'ME', b'EX')
-MISS = (b'END', b'EN', b'NF', b'NOT_FOUND')
+HIT = {b'VALUE', b'VA', b'HD', b'TOUCHED', b'DELETED', b'ME', b'EX',
+       b'STORED'}
+MISS = {b'END', b'EN', b'NF', b'NOT_FOUND', b'NOT_STORED', b'NS'}
 
 
-def presence(u):
-    """Whether a reply says the item was there (True), was not (False),
-    or cannot tell (None)."""
-    t = u.split(b'\r\n', 1)[0].split(b' ')[0]
-    if t in HIT or t.isdigit():
+def presence_differs(a, b):
+    """Whether two replies tell apart an item there and one not there:
+    a hit and a miss (STORED and NOT_STORED of the same add or replace
+    count so too), or a meta hit and an N stub made on a miss (W)."""
+    ta = a.split(b'\r\n', 1)[0].split(b' ')
+    tb = b.split(b'\r\n', 1)[0].split(b' ')
+    hit = lambda t: t[0] in HIT or t[0].isdigit()  # noqa: E731
+    miss = lambda t: t[0] in MISS  # noqa: E731
+    if (hit(ta) and miss(tb)) or (miss(ta) and hit(tb)):
         return True
-    if t in MISS:
-        return False
-    if t in (b'STORED', b'NOT_STORED', b'NS'):
-        return None if t != b'NOT_STORED' else True
-    return None
+    return ta[0] in (b'VA', b'HD') and tb[0] in (b'VA', b'HD') and \
+        (b'W' in ta) != (b'W' in tb)
 
 
 @doc('a meta opaque over 32 bytes before T or N', 'META.md, "Where rhkvd '
@@ -287,5 +288,5 @@ def long_opaque_then_ttl(c):
      "memcached's slab chunk size")
 def chunked_not_numeric(c):
     return c.at('mc') == b'CLIENT_ERROR cannot increment or decrement ' \
-        b'non-numeric value\r\n' and c.at('rh') == b'EX\r\n' and \
+        b'non-numeric value\r\n' and c.at('rh')[:3] in (b'EX ', b'EX\r') and \
         any(data_length(x) > 500000 for _, x in c.cmds)

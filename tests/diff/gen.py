@@ -170,8 +170,8 @@ class Gen:
             p += [b' ', self.ttl()]
         for _ in range(rng.choice([1, 1, 1, 2, 3, 0])):
             p += [b' ', self.key()]
-        if rng.random() < 0.01:  # a long line of keys
-            p += [b' ', Key('a')] * 400
+        if rng.random() < 0.01:  # a long line of keys, never stored: 400
+            p += [b' ', Key('m')] * 400  # hits of a 1 MB value is 400 MB
         return p + [b'\r\n']
 
     def touch(self):

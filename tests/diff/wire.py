@@ -67,9 +67,10 @@ def render(cmd, pfx, cas):
     return b''.join(out)
 
 
-def split_units(buf):
-    """(units, bytes used): whole units of buf; a partial one stays."""
-    units, i = [], 0
+def split_units(buf, i=0):
+    """(units, bytes used): whole units of buf from offset i; a partial
+    one stays."""
+    units = []
     while i < len(buf):
         j = buf.find(b'\n', i)
         if j < 0:
@@ -86,7 +87,7 @@ def split_units(buf):
             end = j + 1 + n + 2
             if end > len(buf):
                 break
-        units.append(buf[i:end])
+        units.append(bytes(buf[i:end]))
         i = end
     return units, i
 
@@ -122,16 +123,26 @@ class Side:
         self.name = name
         self.sock = socket.create_connection(('127.0.0.1', port), timeout=10)
         self.sock.setblocking(False)
-        self.buf = b''  # everything received
+        self.buf = bytearray()  # everything received
+        self.parsed = []  # its whole units, split as they come
+        self.pos = 0  # where the parsed units end in buf
+        self.marks = 0  # MN units among them
         self.sent = []  # the bytes of each write
         self.cas = {}
+        self.learnt = 0  # units learn_cas() has seen
         self.closed = False
 
+    def feed(self, d):
+        self.buf += d
+        u, self.pos = split_units(self.buf, self.pos)
+        self.parsed += u
+        self.marks += sum(1 for x in u if x == b'MN\r\n')
+
     def units(self):
-        u, used = split_units(self.buf)
+        u = list(self.parsed)
         if self.closed:
-            if used < len(self.buf):
-                u.append(self.buf[used:])
+            if self.pos < len(self.buf):
+                u.append(bytes(self.buf[self.pos:]))
             u.append(CLOSED)
         return u
 
@@ -146,39 +157,39 @@ def run(ports, writes, pfx, quiet, patient=()):
     try:
         for w in writes:
             marks = 1 + sum(1 for c in w if c == [MARK])
-            out, start, last = {}, {}, {}
+            out, want, last = {}, {}, {}
             for s in sides.values():
-                learn_cas(split_units(s.buf)[0], s.cas)
+                learn_cas(s.parsed[s.learnt:], s.cas)
+                s.learnt = len(s.parsed)
                 data = b''.join(render(c, pfx, s.cas) for c in w) + MARK
                 s.sent.append(data)
                 out[s.name] = data if not s.closed else b''
-                start[s.name] = len(s.buf)
+                want[s.name] = s.marks + marks  # the MN to wait for
                 last[s.name] = time.time()
-            exchange(sides, out, start, last, marks, quiet, patient)
+            exchange(sides, out, want, last, quiet, patient)
     finally:
         for s in sides.values():
             s.close()
     return sides
 
 
-def done(s, start, marks):
-    if s.closed:
-        return True
-    u, used = split_units(s.buf[start:])
-    return used == len(s.buf) - start and \
-        sum(1 for x in u if x == b'MN\r\n') >= marks
+def done(s, want):
+    """Whether s's reply to the write is complete: closed, or as many MN
+    as wanted (`want`, counted from the sequence's start) and nothing
+    after them half come."""
+    return s.closed or (s.marks >= want and s.pos == len(s.buf))
 
 
-def exchange(sides, out, start, last, marks, quiet, patient):
+def exchange(sides, out, want, last, quiet, patient):
     """Sends each side its bytes while reading, until each is done."""
-    pending = {n for n in sides if not done(sides[n], start[n], marks) or
+    pending = {n for n in sides if not done(sides[n], want[n]) or
                out[n]}
 
     def waited(n, now):
         idle = now - last[n]
         if idle <= quiet:
             return False
-        if n in patient and any(done(sides[m], start[m], marks)
+        if n in patient and any(done(sides[m], want[m])
                                 for m in sides if m != n):
             return idle > PATIENCE
         return True
@@ -210,9 +221,9 @@ def exchange(sides, out, start, last, marks, quiet, patient):
                     s.closed = True
                     out[n] = b''
                 elif d:
-                    s.buf += d
+                    s.feed(d)
                     last[n] = now
-            if not out[n] and (done(s, start[n], marks) or
+            if not out[n] and (done(s, want[n]) or
                                waited(n, now)):
                 pending.discard(n)
             elif out[n] and now - last[n] > 10 * quiet + 10:
