@@ -67,8 +67,7 @@ class Pair:
         """(compare.Result, sides) of one run of `writes`."""
         self.n += 1
         ports = {n: s.port for n, s in self.srv.items()}
-        sides = wire.run(ports, writes, wire.prefix(self.n), self.quiet,
-                         patient=('rhkvd',))
+        sides = wire.run(ports, writes, wire.prefix(self.n), self.quiet)
         if any(isinstance(c[0], bytes) and c[0].startswith(b'verbosity')
                for w in writes for c in w):
             self.quiet_logs()

@@ -98,6 +98,7 @@ def meta_flags(cmd):
     return t[3:] if t[:1] == [b'ms'] else t[2:]
 
 
+data_length = wire.data_length
 GETS = (b'get', b'gets', b'gat', b'gats', b'bget')
 OK_LINE = b'CLIENT_ERROR bad command line format\r\n'
 
@@ -141,15 +142,6 @@ def too_large_later(c):
     # replies until the value is dropped (noreply may hide rhkvd's error)
     return c.rest('mc') in ([], [wire.CLOSED]) and \
         any(data_length(x) > gen.ITEM_MAX for _, x in c.cmds)
-
-
-def data_length(cmd):
-    """A storage command's data length as memcached reads it (-1: none)."""
-    t = toks(cmd)
-    at = {b'set': 4, b'add': 4, b'replace': 4, b'append': 4,
-          b'prepend': 4, b'cas': 4, b'ms': 2}.get(t[0] if t else b'')
-    n = i32(t[at]) if at is not None and len(t) > at else None
-    return -1 if n is None else n
 
 
 @doc('the item size limit counts the value alone', 'META.md, "Where rhkvd '

@@ -6,11 +6,14 @@ marker, and sent on one connection per server per sequence, new for the
 sequence. A server's reply to the write is complete when as many `MN`
 lines have come as the write holds `mn` commands, or the server closes
 the connection, or it has been quiet for `quiet` seconds (a data block
-that swallowed the marker). A `patient` server (the one under test, which
-may be a slow sanitizer build) whose marker has not come while the other's
-has gets up to PATIENCE seconds of quiet instead. Replies are split into
-units: a line, or a `VALUE`/`VA` line with its data block; a close is the
-unit `<closed>`.
+that swallowed the marker). A server whose marker has not come while the
+other's has gets up to PATIENCE seconds of quiet instead (a sanitizer
+build, or either server on a loaded machine, may be slow), unless a
+storage command of the sequence has announced a value over the item size
+limit that does not come: memcached then holds every reply until the
+value has been dropped (TEXT.md). Replies are split into units: a line,
+or a `VALUE`/`VA` line with its data block; a close is the unit
+`<closed>`.
 """
 
 import base64
@@ -150,12 +153,32 @@ class Side:
         self.sock.close()
 
 
-def run(ports, writes, pfx, quiet, patient=()):
+STORAGE = {b'set': 4, b'add': 4, b'replace': 4, b'append': 4,
+           b'prepend': 4, b'cas': 4, b'ms': 2}
+
+
+def data_length(cmd):
+    """A storage command's data length as memcached reads it (its low 32
+    bits, signed), -1 for none."""
+    t = cmd.split(b'\r\n', 1)[0].split()
+    at = STORAGE.get(t[0] if t else b'')
+    try:
+        n = int(t[at]) & 0xffffffff
+    except (TypeError, IndexError, ValueError):
+        return -1
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def run(ports, writes, pfx, quiet, item_max=gen.ITEM_MAX):
     """Runs one sequence against each port of `ports` (a dict name ->
     port) at once; returns name -> Side."""
     sides = {n: Side(n, p) for n, p in ports.items()}
+    held = False
     try:
         for w in writes:
+            held = held or any(data_length(render(c, pfx, {})) > item_max
+                               for c in w)
+            patient = () if held else tuple(sides)
             marks = 1 + sum(1 for c in w if c == [MARK])
             out, want, last = {}, {}, {}
             for s in sides.values():
