@@ -161,8 +161,13 @@ def squeeze(n):
         t = t[:3] + t[4:]
     elif t[:1] == [b'VA']:
         t = t[:1] + t[2:]
-    t = t[:1] + [x for x in t[1:] if x[:1] not in (b's', b't', b'h', b'l')
-                 and x not in (b'X', b'W', b'Z')]
+    if t[:1] == [b'ME']:
+        t = [x for x in t if x.partition(b'=')[0] not in (b'fetch', b'la',
+                                                          b'exp')]
+    else:
+        t = t[:1] + [x for x in t[1:] if x[:1] not in (b's', b't', b'h',
+                                                       b'l')
+                     and x not in (b'X', b'W', b'Z')]
     return t, data.replace(b' ', b'')
 
 
@@ -282,3 +287,15 @@ def chunked_not_numeric(c):
     return c.at('mc') == b'CLIENT_ERROR cannot increment or decrement ' \
         b'non-numeric value\r\n' and c.at('rh')[:3] in (b'EX ', b'EX\r') and \
         any(data_length(x) > 500000 for _, x in c.cmds)
+
+
+@doc('incr/decr/ma of a number of 2^63 or more', 'TEXT.md, "Where rhkvd '
+     'differs from memcached 1.6.18", incr, decr and ma of a number of '
+     '2^63 or more')
+def minus_past_the_value(c):
+    return c.at('mc') == b'CLIENT_ERROR cannot increment or decrement ' \
+        b'non-numeric value\r\n' and \
+        (c.at('rh')[:1].isdigit() or c.at('rh')[:3] in (b'HD ', b'HD\r',
+                                                        b'VA ')) and \
+        any(int(n) >= 1 << 63 for _, x in c.cmds
+            for n in re.findall(rb'[0-9]+', x))
