@@ -148,42 +148,6 @@ static enum proto_status refuse(struct proto_meta *m, const char *msg)
 }
 
 /*
- * Numbers as memcached 1.6.18 reads them, quirks included: strtol or
- * strtoull into 64 bits (an overflow is refused), then stored into a
- * narrower field without a check, so that T4294967306 is T10.
- */
-
-/* safe_strtol: a 64-bit signed number, kept as its low 32 bits (N, T, R,
- * and ms's data length). */
-static bool parse_i32_wrap(const char *buf, struct proto_span t, int64_t *out)
-{
-	bool neg;
-	uint64_t mag;
-
-	if (!number_parse(buf, t, &neg, &mag) ||
-	    mag > (uint64_t)INT64_MAX + (neg ? 1 : 0))
-		return false;
-	*out = (int32_t)(uint32_t)(neg ? 0 - mag : mag);
-	return true;
-}
-
-/* safe_strtoull: a minus sign is refused only when the wrapped result
- * reads as negative ("-0" is 0; "-18446744073709551615" is 1). */
-static bool parse_u64_quirk(const char *buf, struct proto_span t, uint64_t *out)
-{
-	bool neg;
-	uint64_t mag, v;
-
-	if (!number_parse(buf, t, &neg, &mag))
-		return false;
-	v = neg ? 0 - mag : mag;
-	if (neg && (int64_t)v < 0)
-		return false;
-	*out = v;
-	return true;
-}
-
-/*
  * The shared preparse of flags tok[first..]: every letter once; numbers
  * checked. Returns NULL when the flags are good, else the error memcached
  * gives (later errors overwrite earlier ones, as in memcached, except a
@@ -243,23 +207,23 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 		case 'F': {
 			/* memcached sets no message of its own for F, and
 			 * keeps the low 32 bits. */
-			uint64_t v;
+			uint64_t v = 0; /* what memcached keeps on a bad one */
 
-			if (!parse_u64_quirk(buf, arg, &v))
+			if (!parse_u64(buf, arg, &v))
 				bad = true;
 			m->client_flags = (uint32_t)v;
 			break;
 		}
 		case 'C':
 			m->has_cas = true;
-			if (!parse_u64_quirk(buf, arg, &m->cas)) {
+			if (!parse_u64(buf, arg, &m->cas)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
 			break;
 		case 'E':
 			m->has_new_cas = true;
-			if (!parse_u64_quirk(buf, arg, &m->new_cas)) {
+			if (!parse_u64(buf, arg, &m->new_cas)) {
 				err = ERR_TOKEN;
 				bad = true;
 			}
@@ -273,13 +237,13 @@ static const char *preparse(const struct meta_line *ml, uint32_t first,
 			}
 			break;
 		case 'J':
-			if (!parse_u64_quirk(buf, arg, &m->initial)) {
+			if (!parse_u64(buf, arg, &m->initial)) {
 				err = ERR_INITIAL;
 				bad = true;
 			}
 			break;
 		case 'D':
-			if (!parse_u64_quirk(buf, arg, &m->delta)) {
+			if (!parse_u64(buf, arg, &m->delta)) {
 				err = ERR_DELTA;
 				bad = true;
 			}

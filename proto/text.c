@@ -61,7 +61,7 @@ static enum proto_status parse_retrieval(const struct line *l,
 	struct proto_span tok;
 	uint32_t pos, i = 0;
 
-	if (first == 2 && !parse_i64(l->buf, l->tok[1], &req->exptime))
+	if (first == 2 && !parse_i32_wrap(l->buf, l->tok[1], &req->exptime))
 		return client_error(req, MSG_EXPTIME);
 	pos = l->tok[first - 1].off + l->tok[first - 1].len;
 	req->key.off = pos;
@@ -93,9 +93,11 @@ static enum proto_status parse_storage(const struct line *l, size_t n,
 	req->key = l->tok[1];
 	if (!key_valid(l->buf, req->key))
 		return client_error(req, MSG_FORMAT);
+	/* memcached's safe_strtoul and safe_strtol: numbers cut to 32 bits,
+	 * so that flags 4294967296 are 0 and 4294967297 bytes are 1. */
 	if (!parse_u32(l->buf, l->tok[2], &req->flags) ||
-	    !parse_i64(l->buf, l->tok[3], &req->exptime) ||
-	    !parse_i64(l->buf, l->tok[4], &bytes) ||
+	    !parse_i32_wrap(l->buf, l->tok[3], &req->exptime) ||
+	    !parse_i32_wrap(l->buf, l->tok[4], &bytes) ||
 	    (cas && !parse_u64(l->buf, l->tok[5], &req->cas)) || bytes < 0 ||
 	    bytes > (int64_t)PROTO_BYTES_MAX)
 		return client_error(req, MSG_FORMAT);
@@ -146,7 +148,7 @@ static enum proto_status parse_key_number(const struct line *l,
 	if (!key_valid(l->buf, req->key))
 		return client_error(req, MSG_FORMAT);
 	if (req->cmd == PROTO_CMD_TOUCH) {
-		if (!parse_i64(l->buf, l->tok[2], &req->exptime))
+		if (!parse_i32_wrap(l->buf, l->tok[2], &req->exptime))
 			return client_error(req, MSG_EXPTIME);
 	} else if (!parse_u64(l->buf, l->tok[2], &req->delta)) {
 		return client_error(req, MSG_DELTA);
@@ -162,7 +164,7 @@ static enum proto_status parse_flush_all(const struct line *l,
 		return PROTO_ERROR;
 	req->noreply = l->ntok > 1 && last_is_noreply(l);
 	if (l->ntok != (req->noreply ? 2u : 1u) &&
-	    !parse_i64(l->buf, l->tok[1], &req->delay))
+	    !parse_i32_wrap(l->buf, l->tok[1], &req->delay))
 		return client_error(req, MSG_EXPTIME);
 	return PROTO_OK;
 }
@@ -318,11 +320,11 @@ static enum proto_status parse_slabs(const struct line *l,
 
 	if (l->ntok == 4 && span_is(l->buf, l->tok[1], "reassign")) {
 		req->arg = l->tok[1];
-		if (!parse_i64(l->buf, l->tok[2], &src) ||
-		    !parse_i64(l->buf, l->tok[3], &dst))
+		if (!parse_i32_wrap(l->buf, l->tok[2], &src) ||
+		    !parse_i32_wrap(l->buf, l->tok[3], &dst))
 			return client_error(req, MSG_FORMAT);
-		req->slab_src = (int32_t)(uint32_t)(uint64_t)src;
-		req->slab_dst = (int32_t)(uint32_t)(uint64_t)dst;
+		req->slab_src = (int32_t)src;
+		req->slab_dst = (int32_t)dst;
 		return PROTO_OK;
 	}
 	if (l->ntok < 3 || !span_is(l->buf, l->tok[1], "automove"))
@@ -407,6 +409,8 @@ static const struct {
 	enum proto_cmd cmd;
 } commands[] = {
 	{ "get", PROTO_CMD_GET },
+	/* memcached's undocumented alias of get, kept for old clients */
+	{ "bget", PROTO_CMD_GET },
 	{ "gets", PROTO_CMD_GETS },
 	{ "gat", PROTO_CMD_GAT },
 	{ "gats", PROTO_CMD_GATS },

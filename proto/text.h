@@ -121,7 +121,11 @@ struct proto_req {
 	struct proto_span key; /* first (or only) key */
 	/* get/gets/gat/gats: all keys lie in [key.off, keys_end), separated
 	 * by spaces; iterate with proto_text_next_key(). gat/gats may have
-	 * no key at all ("gat 0": key.len == 0, memcached replies "END"). */
+	 * no key at all ("gat 0": key.len == 0, memcached replies "END").
+	 * A key over PROTO_KEY_MAX bytes makes the request
+	 * PROTO_CLIENT_ERROR, with key and keys_end left on the keys before
+	 * it (key.len == 0 when there are none): memcached fetches (and gat
+	 * touches) those before it fails, and a caller may do the same. */
 	uint32_t keys_end;
 	uint32_t flags;	       /* storage; watch: PROTO_WATCH_* */
 	int64_t exptime;       /* storage, touch, gat/gats (as sent) */
@@ -184,9 +188,9 @@ struct proto_limits {
  *
  * A line ends at "\n", with or without "\r" before it, and holds at most
  * PROTO_LINE_MAX bytes before its "\n" (lim->max_get_line for a line that
- * starts with "get ", "gets ", "gat " or "gats " after at most 100 spaces);
- * a longer one is PROTO_LINE_TOO_LONG once one byte past its limit is
- * there. The line's bytes are searched for "\n" once in all when the caller
+ * starts with "get ", "gets ", "gat ", "gats " or "bget " after at most 100
+ * spaces); a longer one is PROTO_LINE_TOO_LONG once one byte past its limit
+ * is there. The line's bytes are searched for "\n" once in all when the caller
  * passes back the hint (lim->no_newline), and split into tokens once.
  * As in memcached, a NUL byte ends the line's content: what follows it,
  * up to the "\n", is ignored. A line splits into tokens at spaces only.

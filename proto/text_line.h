@@ -77,7 +77,7 @@ static inline void line_split(struct line *l)
 static inline bool is_get_line(const char *buf)
 {
 	static const char *const prefixes[] = { "get ", "gets ", "gat ",
-						"gats " };
+						"gats ", "bget " };
 	size_t i = 0;
 
 	while (buf[i] == ' ' && i <= GET_LINE_LEADING_SPACES)
@@ -192,48 +192,55 @@ static inline bool number_parse(const char *buf, struct proto_span t, bool *neg,
 	return true;
 }
 
-/* Unsigned: memcached refuses a minus sign, except on zero ("-0"). */
+/*
+ * Unsigned, as memcached's safe_strtoull and safe_strtoul read a number on
+ * a 64-bit build: strtoull wraps a minus sign into the unsigned range, and
+ * the result is refused only when it then reads as negative. So "-0" is 0
+ * and "-18446744073709551615" is 1, but "-1" is refused.
+ */
 static inline bool parse_u64(const char *buf, struct proto_span t,
 			     uint64_t *out)
 {
 	bool neg;
-	uint64_t mag;
+	uint64_t mag, v;
 
-	if (!number_parse(buf, t, &neg, &mag) || (neg && mag != 0))
+	if (!number_parse(buf, t, &neg, &mag))
 		return false;
-	*out = mag;
+	v = neg ? 0 - mag : mag;
+	if (neg && (int64_t)v < 0)
+		return false;
+	*out = v;
 	return true;
 }
 
-/* rhkv refuses what does not fit 32 bits (memcached truncates it). */
+/* safe_strtoul into a 32-bit field (client flags, verbosity): read as 64
+ * bits and kept as the low 32, so 4294967296 is 0. */
 static inline bool parse_u32(const char *buf, struct proto_span t,
 			     uint32_t *out)
 {
 	uint64_t v;
 
-	if (!parse_u64(buf, t, &v) || v > UINT32_MAX)
+	if (!parse_u64(buf, t, &v))
 		return false;
 	*out = (uint32_t)v;
 	return true;
 }
 
-static inline bool parse_i64(const char *buf, struct proto_span t, int64_t *out)
+/*
+ * safe_strtol into an int32_t (exptimes, data lengths, flush delays, meta
+ * N/T/R): strtol's 64-bit number, refused past its range, then kept as
+ * its low 32 bits, signed, so 4294967396 is 100 and 4294967295 is -1.
+ */
+static inline bool parse_i32_wrap(const char *buf, struct proto_span t,
+				  int64_t *out)
 {
 	bool neg;
 	uint64_t mag;
 
-	if (!number_parse(buf, t, &neg, &mag))
+	if (!number_parse(buf, t, &neg, &mag) ||
+	    mag > (uint64_t)INT64_MAX + (neg ? 1 : 0))
 		return false;
-	if (neg) {
-		if (mag > (uint64_t)INT64_MAX + 1)
-			return false;
-		*out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN
-						      : -(int64_t)mag;
-	} else {
-		if (mag > INT64_MAX)
-			return false;
-		*out = (int64_t)mag;
-	}
+	*out = (int32_t)(uint32_t)(neg ? 0 - mag : mag);
 	return true;
 }
 

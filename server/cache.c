@@ -40,12 +40,17 @@ int64_t cache_now(void)
 
 int64_t cache_abs_exptime(int64_t exptime)
 {
+	return cache_abs_exptime_at(exptime, cache_now());
+}
+
+int64_t cache_abs_exptime_at(int64_t exptime, int64_t now)
+{
 	if (exptime == 0)
 		return 0;
 	if (exptime < 0)
 		return -1;
 	if (exptime <= REL_TIME_MAX)
-		return cache_now() + exptime;
+		return now + exptime;
 	return exptime;
 }
 

@@ -339,6 +339,8 @@ int64_t cache_now(void);
 /* Converts a protocol exptime (0, relative up to 30 days, absolute, or
  * negative) to an absolute one; negative means already expired. */
 int64_t cache_abs_exptime(int64_t exptime);
+/* The same, relative to the given unix time instead of the clock's. */
+int64_t cache_abs_exptime_at(int64_t exptime, int64_t now);
 
 /* Whether the item is alive now (not expired, not flushed). */
 bool cache_item_live(struct cache *c, const struct item *it, int64_t now);
@@ -426,6 +428,10 @@ void cache_landing_free(struct cache *c, unsigned int thread, struct item *it);
  *   its ITEM_WON;
  * - vivify (APPEND, PREPEND): a missing item is created with the value
  *   and vivify_exptime instead of CACHE_NOT_STORED;
+ * - nbytes_max (APPEND, PREPEND), when not 0: the most bytes the joined
+ *   value may hold (the item size limit); a longer one is CACHE_NOT_STORED
+ *   and the old item stays, as memcached answers an append it cannot
+ *   allocate;
  * - cas_new, when not 0, is the stored item's cas instead of a fresh one;
  * - marks: ITEM_* bits the new item starts with (ITEM_WON, ITEM_KEY_BINARY);
  * - nbytes_out (may be NULL) receives the stored value's length (an
@@ -451,6 +457,7 @@ struct cache_write {
 	bool stale_if_older;
 	bool vivify;
 	int64_t vivify_exptime;
+	uint32_t nbytes_max;
 	uint32_t *nbytes_out;
 	uint64_t *seq_out;
 	struct item **landed;

@@ -103,7 +103,11 @@ static struct item *build(struct cache *c, unsigned int thread,
 	}
 	if (it) {
 		it->cas = next_cas(c, thread);
-		cache__item_set_marks(it, w->marks);
+		/* memcached's joined item is a new one whose key is not marked
+		 * binary, whichever way the old one or the request spelled it
+		 * (mg k then answers it plain). */
+		cache__item_set_marks(it, join ? w->marks & ~ITEM_KEY_BINARY
+					       : w->marks);
 		if (w->cas_new)
 			cache__item_choose_cas(it, w->cas_new);
 	}
@@ -185,8 +189,15 @@ static enum cache_result store_once(struct cache *c, const struct job *j,
 	if (live && (mode == CACHE_APPEND || mode == CACHE_PREPEND) &&
 	    w->cas_in && item_cas(old) != w->cas_in)
 		return CACHE_EXISTS;
+	if (live && (mode == CACHE_APPEND || mode == CACHE_PREPEND) &&
+	    w->nbytes_max &&
+	    (uint64_t)item_nbytes(old) + w->nbytes > w->nbytes_max)
+		return CACHE_NOT_STORED;
 	if (live && mode == CACHE_CAS && item_cas(old) != w->cas_in) {
-		if (!w->stale_if_older || w->cas_in > item_cas(old))
+		/* cas 0 is no cas to memcached: in cas mode it neither
+		 * matches nor counts as older (ms C0 I is EX). */
+		if (!w->stale_if_older || w->cas_in == 0 ||
+		    w->cas_in > item_cas(old))
 			return CACHE_EXISTS;
 		/* An older writer's value, kept but flagged stale: the old
 		 * item's exptime and recache winner stay. */
@@ -549,6 +560,9 @@ static enum cache_result incr_once(struct cache *c, const struct job *j,
 
 	if (!old)
 		return CACHE_NOT_FOUND;
+	/* memcached refuses an empty value before it compares the cas */
+	if (item_nbytes(old) == 0)
+		return CACHE_NON_NUMERIC;
 	if (q->cas_in && q->cas_in != item_cas(old))
 		return CACHE_EXISTS;
 	if (!parse_u64(item_value(old), item_nbytes(old), &v))

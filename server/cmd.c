@@ -41,18 +41,22 @@ static bool is_touch(enum req_cmd cmd)
 }
 
 /* get, gets, gat, gats: one key or many. An expired item met on the way
- * is reclaimed at once (lazy expiry) and counted. */
+ * is reclaimed at once (lazy expiry) and counted. Keys followed by one
+ * over 250 bytes are fetched, touched and counted as memcached does before
+ * it fails, but answered with the failure alone. */
 static void exec_get(struct conn *c, const struct request *r)
 {
 	struct cache *cache = c->w->srv->cache;
 	struct thread_stats *st = &c->w->stats;
 	const struct reply_ops *ops = REPLY(c);
 	bool touch = is_touch(r->cmd);
+	bool answer = !r->bad_key_follows;
 	int64_t exptime = touch ? cache_abs_exptime(r->exptime) : 0;
 	uint32_t pos = r->keys.first;
 	struct cache_key key;
 
-	ops->values_begin(c, r);
+	if (answer)
+		ops->values_begin(c, r);
 	while (r->keys.next(r, &pos, &key)) {
 		struct item *it = NULL;
 		bool expired = false;
@@ -69,7 +73,8 @@ static void exec_get(struct conn *c, const struct request *r)
 				if (touch)
 					cache_item_set_exptime(cache, it,
 							       exptime);
-				ops->value(c, r, it);
+				if (answer)
+					ops->value(c, r, it);
 				nbytes = item_nbytes(it);
 			}
 			rhkv_rcu_read_unlock();
@@ -92,9 +97,13 @@ static void exec_get(struct conn *c, const struct request *r)
 			else
 				STAT_INC(st, get_expired);
 		}
-		ops->miss(c, r);
+		if (answer)
+			ops->miss(c, r);
 	}
-	ops->values_end(c, r);
+	if (answer)
+		ops->values_end(c, r);
+	else
+		ops->status(c, r, REPLY_BAD_KEY, NULL);
 }
 
 /* The words `watch mutations` logs for a store's outcome. */
@@ -156,6 +165,7 @@ static void exec_store(struct conn *c, const struct request *r)
 		.nbytes = r->nbytes,
 		/* The classic append and prepend compare no cas. */
 		.cas_in = r->cmd == REQ_CAS ? r->cas : 0,
+		.nbytes_max = c->w->srv->cfg.max_item_size,
 		.landed = r->landed,
 	};
 	uint64_t cas = 0;

@@ -29,7 +29,25 @@ static int64_t ttl_of(uint32_t exptime, int64_t now)
 	return exptime ? (int64_t)(uint32_t)((int64_t)exptime - now) : -1;
 }
 
+/* What ttl_of() shows right after a T or N of this protocol exptime sets
+ * an item's (the same stored form as cache_item_set_exptime's): N30 shows
+ * t30 whatever second the clock turns to meanwhile. */
+static int64_t ttl_given(int64_t exptime, int64_t now)
+{
+	int64_t abs = cache_abs_exptime_at(exptime, now);
+
+	if (abs == 0)
+		return -1;
+	return ttl_of(abs < 0		 ? 1
+		      : abs > UINT32_MAX ? UINT32_MAX
+					 : (uint32_t)abs,
+		      now);
+}
+
 /* A miss with N: an empty item, its recache already won by this caller.
+ * It is made without a TTL, as memcached makes it, and mget_hit() gives it
+ * N's (or a later T's): one already run out (N-1) would otherwise be the
+ * expiry sweep's to take before this request has answered from it.
  * Returns the new item's write sequence (which tells it apart from any
  * later item of the key), 0 when another got in first. */
 static uint64_t vivify(struct conn *c, const struct request *r)
@@ -38,7 +56,7 @@ static uint64_t vivify(struct conn *c, const struct request *r)
 	const struct cache_write w = {
 		.mode = CACHE_ADD,
 		.key = r->key,
-		.exptime = cache_abs_exptime(r->meta->vivify_ttl),
+		.exptime = 0,
 		.value = "",
 		.cas_new = r->meta->has_new_cas ? r->meta->new_cas : 0,
 		.marks = r->meta->no_win ? 0 : ITEM_WON,
@@ -66,10 +84,14 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 	uint32_t exp_now = exp;
 
 	/* On a vivified item, T and N both set the TTL: the later one
-	 * applies (N's is already there). */
-	if (q->has_ttl && !(created && !q->ttl_last)) {
+	 * applies. */
+	if (created || q->has_ttl) {
+		int64_t e = created && !(q->has_ttl && q->ttl_last)
+				    ? q->vivify_ttl
+				    : q->ttl;
+
 		cache_item_set_exptime(c->w->srv->cache, it,
-				       cache_abs_exptime(q->ttl));
+				       cache_abs_exptime(e));
 		exp_now = atomic_load_explicit(&it->exptime,
 					       memory_order_relaxed);
 	}
@@ -82,6 +104,8 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 		.flags = item_flags(it),
 		.ttl = ttl_of(exp_now, now),
 		.ttl_before = created ? -1 : ttl_of(exp, now),
+		.ttl_set = q->has_ttl ? ttl_given(q->ttl, now) : -1,
+		.ttl_vivify = created ? ttl_given(q->vivify_ttl, now) : -1,
 		.created = created,
 		.size = item_nbytes(it),
 		.last_access = now > atime ? (uint32_t)(now - atime) : 0,
@@ -105,7 +129,12 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 			m->already_won = !m->won;
 		}
 	}
-	if (!q->no_bump)
+	/* memcached bumps an item whose request has N, T, R, h or l only
+	 * after the reply is built, which a too long opaque stops short of:
+	 * the item then stays unfetched (a later h answers h0). */
+	bool bump_after = q->has_vivify || q->has_ttl || q->has_recache ||
+			  (q->ret & (META_RET_HIT | META_RET_LAST));
+	if (!q->no_bump && !(q->no_win && bump_after))
 		cache_item_visit(it);
 }
 
@@ -128,12 +157,6 @@ void cmd_mget(struct conn *c, const struct request *r)
 		created_seq = vivify(c, r);
 		rhkv_rcu_read_lock();
 		it = cache_lookup(cache, r->key, NULL);
-		/* A stub made already expired (N-1) is still this request's. */
-		if (!it && created_seq) {
-			it = cache_lookup_any(cache, r->key);
-			if (it && it->cas != created_seq)
-				it = NULL;
-		}
 	}
 	if (it)
 		mget_hit(c, r, it, created_seq && it->cas == created_seq, &m);
@@ -197,6 +220,7 @@ void cmd_mset(struct conn *c, const struct request *r)
 		.stale_if_older = q->invalidate && mode == CACHE_CAS,
 		.vivify = q->has_vivify,
 		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
+		.nbytes_max = c->w->srv->cfg.max_item_size,
 		.nbytes_out = &m.size,
 		/* A large value received straight into its item (conn.c) is
 		 * stored as it is, as the classic set stores it: no second
@@ -311,7 +335,10 @@ static bool marith_create(struct conn *c, const struct request *r,
 	res = cache_write(c->w->srv->cache, c->w->id, &w, &out->cas);
 	out->value = r->initial;
 	out->exptime_before = 0;
-	out->exptime = (uint32_t)(w.exptime > 0 ? w.exptime : 0);
+	/* stored form: 0 never, 1 already expired (N-1) */
+	out->exptime = w.exptime == 0  ? 0
+		       : w.exptime < 0 ? 1
+				       : (uint32_t)w.exptime;
 	return res != CACHE_NOT_STORED;
 }
 
@@ -367,6 +394,8 @@ void cmd_marith(struct conn *c, const struct request *r)
 		.cas = out.cas,
 		.ttl = ttl_of(out.exptime, now),
 		.ttl_before = created ? -1 : ttl_of(out.exptime_before, now),
+		.ttl_set = q->has_ttl ? ttl_given(q->ttl, now) : -1,
+		.ttl_vivify = created ? ttl_given(q->vivify_ttl, now) : -1,
 		.created = created,
 	};
 	REPLY(c)->meta(c, r, &m);

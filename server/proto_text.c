@@ -97,6 +97,12 @@ static bool next_key(const struct request *r, uint32_t *pos,
 	return true;
 }
 
+static bool is_retrieval(enum proto_cmd cmd)
+{
+	return cmd == PROTO_CMD_GET || cmd == PROTO_CMD_GETS ||
+	       cmd == PROTO_CMD_GAT || cmd == PROTO_CMD_GATS;
+}
+
 /* The request from what the parser found (offsets into buf). */
 static void fill(struct request *r, const char *buf, const struct proto_req *q)
 {
@@ -105,6 +111,7 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 	r->noreply = q->noreply;
 	r->key = span(buf, q->key);
 	r->keys = (struct req_keys){ next_key, q->key.off, 0 };
+	r->bad_key_follows = false;
 	r->p.text.buf = buf;
 	r->p.text.keys_end = q->keys_end;
 	r->value = buf + q->value_off;
@@ -374,6 +381,12 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 				       .message = q.error };
 		return DECODE_REJECT;
 	case PROTO_CLIENT_ERROR:
+		if (is_retrieval(q.cmd) && q.key.len) {
+			/* keys, then one too long: fetched, then refused */
+			fill(r, buf, &q);
+			r->bad_key_follows = true;
+			return DECODE_OK;
+		}
 		/* memcached: noreply silences errors too; with -F, a
 		 * flush_all is refused before its delay is read. */
 		*r = (struct request){ .len = q.len,
@@ -701,7 +714,8 @@ static void meta(struct conn *c, const struct request *r,
 	 * of: mg's hit, ma's success; ms and md have none. */
 	bool item =
 		m->have_item && (r->cmd == REQ_MGET || r->cmd == REQ_MARITH);
-	bool ttl_changed = false;
+	/* t answers the TTL as it stands at its place among the flags */
+	int64_t ttl = m->ttl_before;
 	struct meta_line l;
 
 	if (r->cmd == REQ_MNOOP) {
@@ -742,15 +756,14 @@ static void meta(struct conn *c, const struct request *r,
 				line_u64(&l, 'c', m->cas);
 			break;
 		case 'T':
-			ttl_changed = true;
+			ttl = m->ttl_set;
 			break;
 		case 'N':
-			ttl_changed = ttl_changed || m->created;
+			ttl = m->created ? m->ttl_vivify : ttl;
 			break;
 		case 't':
 			if (item)
-				line_i64(&l, 't',
-					 ttl_changed ? m->ttl : m->ttl_before);
+				line_i64(&l, 't', ttl);
 			break;
 		case 'f':
 			if (item && r->cmd == REQ_MGET)

@@ -75,8 +75,12 @@ struct meta_result {
 	uint32_t value_len; /* mg v, ma v */
 	uint64_t cas;
 	uint32_t flags;
-	int64_t ttl;	      /* seconds left, -1: none */
-	int64_t ttl_before;   /* the same before this request changed it */
+	int64_t ttl;	    /* seconds left, -1: none */
+	int64_t ttl_before; /* the same before this request changed it */
+	/* What a T and (on an item this request created) an N give, for a
+	 * `t` answered where it stands among the flags, as memcached does:
+	 * `mg k N30 t T60` on a miss answers t30 and keeps 60. */
+	int64_t ttl_set, ttl_vivify;
 	bool created;	      /* mg N, ma N: this request made the item */
 	uint32_t size;	      /* value bytes */
 	uint32_t last_access; /* seconds since, before this request */

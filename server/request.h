@@ -158,7 +158,11 @@ struct request {
 	bool noreply;	      /* text: no reply, errors included */
 	struct cache_key key; /* the only or first key; {NULL, 0}: none */
 	struct req_keys keys; /* get/gets/gat/gats */
-	const char *value;    /* storage */
+	/* get/gets/gat/gats: a key over 250 bytes followed these keys; as
+	 * memcached, they are fetched (and touched) for their side effects
+	 * alone, and the reply is the bad key's CLIENT_ERROR (text only). */
+	bool bad_key_follows;
+	const char *value; /* storage */
 	uint32_t nbytes;
 	uint32_t flags;	 /* storage; watch: PROTO_WATCH_* */
 	int64_t exptime; /* as sent: relative, absolute or negative */

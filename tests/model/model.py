@@ -615,9 +615,9 @@ def sem_arith(op, x, iv, vid, m):
         return [(('NOT_FOUND',), None)]
     c = op.cas
     if c is not None and c != 0 and c != x.cas:
-        # memcached 1.6.18 refuses an empty value before it compares the
-        # cas (NON_NUMERIC); rhkvd compares first (META.md)
-        if x.value == b'' and m.memcached:
+        # an empty value is refused before the cas is compared, as
+        # memcached 1.6.18 does (META.md, ma)
+        if x.value == b'':
             return [(('NON_NUMERIC',), x)]
         if x.cas is not None:
             return [(('EXISTS',), x)]

@@ -51,6 +51,8 @@ static const struct status_case cases[] = {
 	ERR("g\r\n"),
 	ERR("ge k\r\n"),
 	ERR("getx k\r\n"),
+	ERR("bget\r\n"),
+	OK("bget k\r\n"),     /* memcached's old alias of get */
 	ERR("version\r\r\n"), /* the token is "version\r" -> ERROR */
 	ERR("get\tk\r\n"),    /* tabs do not split */
 	OK("version\r\n"),    /* -> VERSION 1.6.18 */
@@ -115,17 +117,19 @@ static const struct status_case cases[] = {
 	CERR("set k 0 0 2147483646\r\n", FMT), /* INT_MAX - 1 */
 	CERR("set k 0 0 2147483647\r\n", FMT),
 	CERR("set k 0 0 4294967295\r\n", FMT),
-	/* memcached truncates these (-> STORED with 1 byte, flags 0);
-	 * rhkv refuses them. */
-	CERR("set k 0 0 4294967297\r\n", FMT),
-	CERR("set k 4294967296 0 1\r\n", FMT),
-	CERR("set k 18446744073709551615 0 1\r\n", FMT),
+	/* memcached cuts numbers that fit 64 bits to their 32-bit fields
+	 * (-> STORED, 1 byte, flags 0): text_storage.numbers_cut_to_32_bits */
+	OK("set k 0 0 4294967297\r\nx\r\n"),
+	OK("set k 4294967296 0 1\r\nx\r\n"),
+	OK("set k 18446744073709551615 0 1\r\nx\r\n"),
+	OK("set k -18446744073709551615 0 1\r\nx\r\n"), /* flags 1 */
 	CERR("set k 18446744073709551616 0 1\r\n", FMT),
 	CERR("set k 0 9223372036854775808 1\r\n", FMT),
 	CERR("set k 0 1.5 1\r\n", FMT),
 	CERR("cas k 0 0 1 x\r\n", FMT),
 	CERR("cas k 0 0 1 -1\r\n", FMT),
 	CERR("cas k 0 0 1 18446744073709551616\r\n", FMT),
+	OK("cas k 0 0 1 -18446744073709551615\r\nx\r\n"), /* cas 1 */
 	OK("set k\x01 0 0 1\r\nx\r\n"),		 /* -> STORED, key "k\x01" */
 	CERRNR("set k 0 0 -1 noreply\r\n", FMT), /* -> nothing */
 	CERRNR("set k 0 0 x noreply\r\n", FMT),
@@ -157,6 +161,7 @@ static const struct status_case cases[] = {
 	OKNR("incr n 1 noreply\r\n"),
 	CERR("incr n 18446744073709551616\r\n", DELTA),
 	CERR("incr n -1\r\n", DELTA),
+	OK("incr n -18446744073709551615\r\n"), /* strtoull: 1 */
 	CERR("incr n 1x\r\n", DELTA),
 	CERR("incr n \"1\"\r\n", DELTA),
 	CERR("decr n x\r\n", DELTA),
@@ -274,11 +279,11 @@ static const struct status_case cases[] = {
 	OK("verbosity 0\r\n"),
 	OK("verbosity 1 x\r\n"),
 	OK("verbosity 4294967295\r\n"),
+	OK("verbosity 4294967296\r\n"), /* -> OK (cut to 32 bits) */
 	OKNR("verbosity 1 noreply\r\n"),
 	CERR("verbosity x\r\n", FMT),
 	CERR("verbosity -1\r\n", FMT),
 	CERR("verbosity 1x\r\n", FMT),
-	CERR("verbosity 4294967296\r\n", FMT), /* memcached: OK (truncated) */
 	CERR("verbosity 99999999999999999999\r\n", FMT),
 	CERRNR("verbosity noreply\r\n", FMT),
 	CERRNR("verbosity x noreply\r\n", FMT),
@@ -418,12 +423,74 @@ Test(text_storage, flags_and_cas_limits)
 	cr_assert_eq(PARSE("cas k 0 0 0 18446744073709551615\r\n\r\n", &req),
 		     PROTO_OK);
 	cr_expect_eq(req.cas, UINT64_MAX);
+	/* strtol's whole range, then the low 32 bits (below) */
 	cr_assert_eq(PARSE("set k 0 -9223372036854775808 0\r\n\r\n", &req),
 		     PROTO_OK);
-	cr_expect_eq(req.exptime, INT64_MIN);
+	cr_expect_eq(req.exptime, 0);
 	cr_assert_eq(PARSE("set k 0 9223372036854775807 0\r\n\r\n", &req),
 		     PROTO_OK);
-	cr_expect_eq(req.exptime, INT64_MAX);
+	cr_expect_eq(req.exptime, -1);
+}
+
+/*
+ * memcached 1.6.18 reads flags, exptimes and lengths as 64-bit numbers
+ * (safe_strtoul, safe_strtol) and keeps their low 32 bits: flags
+ * 4294967296 are stored as 0, an exptime of 4294967396 is 100 seconds and
+ * 4294967295 is -1 (expired), a length of 4294967297 is 1 byte. rhkvd
+ * refused them before (CLIENT_ERROR bad command line format).
+ */
+Test(text_storage, numbers_cut_to_32_bits)
+{
+	static const struct {
+		const char *in;
+		uint32_t flags;
+		int64_t exptime;
+		uint32_t nbytes;
+	} t[] = {
+		{ "set k 4294967296 0 1\r\nx\r\n", 0, 0, 1 },
+		{ "set k 4294967297 0 1\r\nx\r\n", 1, 0, 1 },
+		{ "set k 18446744073709551615 0 1\r\nx\r\n", UINT32_MAX, 0, 1 },
+		{ "set k -18446744073709551615 0 1\r\nx\r\n", 1, 0, 1 },
+		{ "set k 0 4294967396 1\r\nx\r\n", 0, 100, 1 },
+		{ "set k 0 4294967295 1\r\nx\r\n", 0, -1, 1 },
+		{ "set k 0 -4294967196 1\r\nx\r\n", 0, 100, 1 },
+		{ "set k 0 2147483648 1\r\nx\r\n", 0, INT32_MIN, 1 },
+		{ "set k 0 0 4294967297\r\nx\r\n", 0, 0, 1 },
+		{ "set k 0 0 -4294967295\r\nx\r\n", 0, 0, 1 },
+		{ "set k 0 0 4294967296\r\n\r\n", 0, 0, 0 },
+		{ "append k 4294967301 4294967396 4294967298\r\nxy\r\n", 5, 100,
+		  2 },
+	};
+	struct proto_req req;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		size_t n = strlen(t[i].in);
+
+		cr_assert_eq(proto_text_parse(t[i].in, n, &test_lim, &req),
+			     PROTO_OK, "%s", t[i].in);
+		cr_expect_eq(req.flags, t[i].flags, "%s", t[i].in);
+		cr_expect_eq(req.exptime, t[i].exptime, "%s", t[i].in);
+		cr_expect_eq(req.nbytes, t[i].nbytes, "%s", t[i].in);
+		cr_expect_eq(req.len, n, "%s", t[i].in);
+	}
+	/* What stays refused: past 64 bits, or negative after the cut. */
+	cr_expect_eq(PARSE("set k 0 0 4294967295\r\n", &req),
+		     PROTO_CLIENT_ERROR);
+	cr_expect_eq(PARSE("set k 0 0 2147483648\r\n", &req),
+		     PROTO_CLIENT_ERROR);
+	cr_expect_eq(PARSE("set k 18446744073709551616 0 1\r\n", &req),
+		     PROTO_CLIENT_ERROR);
+	cr_expect_eq(PARSE("set k 0 9223372036854775808 1\r\n", &req),
+		     PROTO_CLIENT_ERROR);
+	/* touch, gat and flush_all's delay likewise */
+	cr_assert_eq(PARSE("touch k 4294967295\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.exptime, -1);
+	cr_assert_eq(PARSE("gat -4294967196 k\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.exptime, 100);
+	cr_assert_eq(PARSE("flush_all 4294967296\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.delay, 0);
+	cr_assert_eq(PARSE("verbosity 4294967297\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.verbosity, 1);
 }
 
 Test(text_storage, zero_length_and_binary_values)
@@ -572,6 +639,40 @@ Test(text_keys, length_limits)
 	cr_expect_str_eq(req.error, EXPT);
 }
 
+/* A get or gat with a key over 250 bytes fails the line, but memcached
+ * has fetched (gat: touched) the keys before it by then: the request
+ * says which they are, so that the server may do the same. */
+Test(text_retrieval, keys_before_a_too_long_key)
+{
+	char buf[600], key[252];
+	struct proto_req req;
+	struct proto_span k;
+	uint32_t pos;
+	int n;
+
+	memset(key, 'K', 251);
+	key[251] = '\0';
+	n = snprintf(buf, sizeof(buf), "gat 500 a bb %s c\r\n", key);
+	cr_assert_eq(proto_text_parse(buf, (size_t)n, &test_lim, &req),
+		     PROTO_CLIENT_ERROR);
+	cr_expect_str_eq(req.error, FMT);
+	cr_expect_eq(req.len, (size_t)n);
+	cr_expect_eq(req.cmd, PROTO_CMD_GAT);
+	cr_expect_eq(req.exptime, 500);
+	cr_expect(span_eq(buf, req.key, "a"));
+	pos = req.key.off;
+	cr_assert(proto_text_next_key(buf, &req, &pos, &k));
+	cr_expect(span_eq(buf, k, "a"));
+	cr_assert(proto_text_next_key(buf, &req, &pos, &k));
+	cr_expect(span_eq(buf, k, "bb"));
+	cr_expect_not(proto_text_next_key(buf, &req, &pos, &k));
+
+	n = snprintf(buf, sizeof(buf), "bget %s a\r\n", key);
+	cr_assert_eq(proto_text_parse(buf, (size_t)n, &test_lim, &req),
+		     PROTO_CLIENT_ERROR);
+	cr_expect_eq(req.key.len, 0);
+}
+
 /* memcached 1.6.18 stores keys with control bytes; a NUL ends the line. */
 Test(text_keys, control_bytes_and_nul)
 {
@@ -622,6 +723,8 @@ Test(text_retrieval, keys_and_iteration)
 	const char *want[] = { "a", "bb", "ccc" };
 	size_t i = 0;
 
+	cr_assert_eq(PARSE("bget a b\r\n", &req), PROTO_OK);
+	cr_expect_eq(req.cmd, PROTO_CMD_GET);
 	cr_assert_eq(PARSE(in, &req), PROTO_OK);
 	cr_expect_eq(req.cmd, PROTO_CMD_GETS);
 	cr_expect(span_eq(in, req.key, "a"));
@@ -838,9 +941,9 @@ Test(text_misc, numbers_of_every_command)
 	cr_assert_eq(PARSE("decr n 7\r\n", &req), PROTO_OK);
 	cr_expect_eq(req.cmd, PROTO_CMD_DECR);
 	cr_expect_eq(req.delta, 7);
-	cr_assert_eq(PARSE("touch t -9223372036854775808\r\n", &req), PROTO_OK);
+	cr_assert_eq(PARSE("touch t -9223372036854775807\r\n", &req), PROTO_OK);
 	cr_expect_eq(req.cmd, PROTO_CMD_TOUCH);
-	cr_expect_eq(req.exptime, INT64_MIN);
+	cr_expect_eq(req.exptime, 1); /* the low 32 bits */
 	cr_assert_eq(PARSE("flush_all 30 noreply\r\n", &req), PROTO_OK);
 	cr_expect_eq(req.cmd, PROTO_CMD_FLUSH_ALL);
 	cr_expect_eq(req.delay, 30);

@@ -159,20 +159,23 @@ static inline void test_compose(uint64_t *s, char *buf, size_t *len, size_t cap,
 			    e->cmd == PROTO_CMD_INCR ? "incr" : "decr", e->key,
 			    e->delta, nr);
 		break;
-	case 4: /* touch or gat */
-		e->exptime = (int64_t)test_rand(s);
+	case 4: { /* touch or gat: any 64-bit number, kept as its low 32 bits */
+		int64_t sent = (int64_t)test_rand(s);
+
+		e->exptime = (int32_t)(uint32_t)sent;
 		if (test_rand_below(s, 2)) {
 			e->cmd = PROTO_CMD_TOUCH;
 			TEST_APPEND(buf, len, cap, "touch %s %" PRId64 "%s\r\n",
-				    e->key, e->exptime, nr);
+				    e->key, sent, nr);
 		} else {
 			e->cmd = PROTO_CMD_GATS;
 			e->noreply = false;
 			e->nkeys = 1;
 			TEST_APPEND(buf, len, cap, "gats %" PRId64 " %s\r\n",
-				    e->exptime, e->key);
+				    sent, e->key);
 		}
 		break;
+	}
 	case 5: /* delete, with the legacy "0" now and then */
 		e->cmd = PROTO_CMD_DELETE;
 		TEST_APPEND(buf, len, cap, "delete %s%s%s\r\n", e->key,

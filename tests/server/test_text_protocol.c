@@ -246,6 +246,144 @@ Test(text, flags_limits)
 	   "CLIENT_ERROR bad command line format\r\nERROR\r\n");
 }
 
+/*
+ * memcached reads flags, exptimes and data lengths as 64-bit numbers and
+ * keeps the low 32 bits (flags 4294967296 -> 0, exptime 4294967295 -> -1,
+ * 4294967297 bytes -> 1); rhkvd refused them before. Each case here would
+ * expire nothing, or answer CLIENT_ERROR, without the cut.
+ */
+Test(text, numbers_cut_to_32_bits_as_memcached)
+{
+	RT(c, "set f32 4294967296 0 1\r\na\r\n", "STORED\r\n");
+	RT(c, "set f64 18446744073709551615 0 1\r\nb\r\n", "STORED\r\n");
+	RT(c, "get f32 f64\r\n",
+	   "VALUE f32 0 1\r\na\r\nVALUE f64 4294967295 1\r\nb\r\nEND\r\n");
+	/* 4294967295 is -1: already expired (not the year 2106) */
+	RT(c, "set e1 0 4294967295 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "get e1\r\n", "END\r\n");
+	RT(c, "set e2 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "touch e2 4294967295\r\n", "TOUCHED\r\n");
+	RT(c, "get e2\r\n", "END\r\n");
+	/* -4294967196 is 100 seconds, not already expired */
+	RT(c, "set e3 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "gat -4294967196 e3\r\n", "VALUE e3 0 1\r\nx\r\nEND\r\n");
+	RT(c, "get e3\r\n", "VALUE e3 0 1\r\nx\r\nEND\r\n");
+	RT(c, "flush_all 4294967296\r\n", "OK\r\n"); /* 0: now */
+	RT(c, "get e3\r\n", "END\r\n");
+	/* a length of 4294967297 is 1 byte */
+	RT(c, "set l 0 0 4294967297\r\nx\r\n", "STORED\r\n");
+	RT(c, "get l\r\n", "VALUE l 0 1\r\nx\r\nEND\r\n");
+	RT(c, "verbosity 4294967296\r\n", "OK\r\n");
+	/* strtoull wraps a minus sign: -18446744073709551615 is 1 */
+	RT(c, "set n 0 0 1\r\n5\r\n", "STORED\r\n");
+	RT(c, "decr n -18446744073709551615\r\n", "4\r\n");
+}
+
+/* memcached's undocumented alias of get, which old clients send. */
+Test(text, bget_is_get)
+{
+	RT(c, "set b 3 0 2\r\nhi\r\n", "STORED\r\n");
+	RT(c, "bget b nx\r\n", "VALUE b 3 2\r\nhi\r\nEND\r\n");
+	RT(c, "bget\r\n", "ERROR\r\n");
+}
+
+/*
+ * A get or gat whose keys include one over 250 bytes is refused, but
+ * memcached has fetched (and gat touched) the keys before it by then:
+ * they count as fetched (mg h1), and gat -1 has expired them.
+ */
+Test(text, keys_before_a_too_long_key_are_fetched)
+{
+	char key[252], req[600];
+
+	memset(key, 'K', 251);
+	key[251] = '\0';
+	RT(c, "set g 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "set t 0 0 1\r\nx\r\n", "STORED\r\n");
+	snprintf(req, sizeof(req), "get g %s\r\n", key);
+	SEND_N(c, req, strlen(req));
+	EXPECT(c, "CLIENT_ERROR bad command line format\r\n");
+	RT(c, "mg g h\r\n", "HD h1\r\n");
+	snprintf(req, sizeof(req), "gat -1 t %s g\r\n", key);
+	SEND_N(c, req, strlen(req));
+	EXPECT(c, "CLIENT_ERROR bad command line format\r\n");
+	RT(c, "get t g\r\n", "VALUE g 0 1\r\nx\r\nEND\r\n");
+}
+
+/*
+ * Meta flags act in request order, and t answers the TTL as it stands at
+ * its place (META.md, Replies): N30 then t on a miss is t30, whatever T
+ * comes after; T60 then t is t60 though a later N30 makes it 30. (rhkvd
+ * answered the final TTL wherever t stood.)
+ */
+Test(text, meta_t_answers_the_ttl_where_it_stands)
+{
+	char line[128];
+	unsigned long long t;
+
+	RT(c, "mg m1 N30 t T60\r\n", "HD t30 W\r\n");
+	RT(c, "mg m2 T60 t N30\r\n", "HD t60 W\r\n");
+	RT(c, "ma m3 N30 t T60\r\n", "HD t30\r\n");
+	RT(c, "ma m4 t N30 T60\r\n", "HD t-1\r\n");
+	/* N-1 makes an item that has already expired: its TTL is spelled as
+	 * an unsigned 32-bit number, as mg T-1 t does (rhkvd said t-1,
+	 * "never expires") */
+	SEND(c, "ma m5 N-1 t\r\n");
+	cr_assert_gt(hc_line(c, line, sizeof(line), H_TIMEOUT_MS), 0);
+	cr_assert_eq(sscanf(line, "HD t%llu", &t), 1, "%s", line);
+	cr_expect_geq(t, 1ull << 31, "%s", line);
+}
+
+/* memcached compares no cas of 0: ms C0 I of an existing item is EX, not
+ * a stale store (rhkvd stored it, stale). */
+Test(text, meta_set_cas_zero_is_never_older)
+{
+	RT(c, "set s 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "ms s 1 C0 I\r\ny\r\n", "EX\r\n");
+	RT(c, "mg s v\r\n", "VA 1\r\nx\r\n");
+}
+
+/* ma refuses an empty value before it looks at the cas (rhkvd: EX). */
+Test(text, meta_arith_refuses_an_empty_value_before_the_cas)
+{
+	RT(c, "set e 0 0 0\r\n\r\n", "STORED\r\n");
+	RT(c, "ma e C12345\r\n",
+	   "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+}
+
+/* An mg with T (or N, R, h, l) that fails on a too long opaque has not
+ * marked the item fetched in memcached, which bumps such items only after
+ * the reply is built; one without them has (rhkvd marked both). */
+Test(text, meta_get_with_a_too_long_opaque_leaves_the_item_unfetched)
+{
+	static const char o33[] = "Oooooooooooooooooooooooooooooooooo";
+
+	RT(c, "set o 0 0 1\r\nx\r\n", "STORED\r\n");
+	SEND(c, "mg o T100 ");
+	SEND(c, o33);
+	SEND(c, "\r\nmg o h\r\n");
+	EXPECT(c, "CLIENT_ERROR opaque token too long\r\nHD h0\r\n");
+	RT(c, "set p 0 0 1\r\nx\r\n", "STORED\r\n");
+	SEND(c, "mg p ");
+	SEND(c, o33);
+	SEND(c, "\r\nmg p h\r\n");
+	EXPECT(c, "CLIENT_ERROR opaque token too long\r\nHD h1\r\n");
+}
+
+/* memcached's append and prepend make a new item whose key is not marked
+ * binary, whatever the request's b: mg k answers it plain (rhkvd kept the
+ * b of ms ... b MA and answered kYQ== b). */
+Test(text, meta_append_with_a_binary_key_makes_a_plain_one)
+{
+	RT(c, "set a 0 0 1\r\nx\r\n", "STORED\r\n");
+	RT(c, "ms YQ== 1 b MA\r\ny\r\n", "HD\r\n");
+	RT(c, "mg a k v\r\n", "VA 2 ka\r\nxy\r\n");
+	RT(c, "ms Yg== 1 b\r\nx\r\n", "HD\r\n");
+	RT(c, "mg b k\r\n", "HD kYg== b\r\n");
+	RT(c, "ms Yg== 1 b MP\r\ny\r\n", "HD\r\n");
+	RT(c, "mg b k v\r\n", "VA 2 kb\r\nyx\r\n");
+}
+
 Test(text, multi_get_keeps_order_and_skips_misses)
 {
 	RT(c, "set a 1 0 1\r\nA\r\n", "STORED\r\n");
@@ -524,6 +662,25 @@ Test(text, flush_all_with_delay)
 	}
 	cr_assert(!there, "flush_all 3 left the item for 30 s");
 	cr_assert_geq(h_now_ms() - t0, 900, "flush_all 3 acted at once");
+}
+
+/* An append or prepend whose whole value would pass the item size limit
+ * is NOT_STORED (ms: NS) and keeps the old item, as in memcached; rhkvd
+ * stored it, past its own limit. */
+Test(text_1k, append_past_the_limit_is_not_stored)
+{
+	memset(big, 'y', 5000000);
+	hbuf_printf(&breq, "set k 0 0 900\r\n");
+	hbuf_add(&breq, big, 900);
+	hbuf_printf(&breq, "\r\nappend k 0 0 200\r\n");
+	hbuf_add(&breq, big, 200);
+	hbuf_printf(&breq, "\r\nprepend k 0 0 200\r\n");
+	hbuf_add(&breq, big, 200);
+	hbuf_printf(&breq, "\r\nms k 200 MA\r\n");
+	hbuf_add(&breq, big, 200);
+	hbuf_printf(&breq, "\r\nmg k s\r\n");
+	SEND_N(c, breq.p, breq.len);
+	EXPECT(c, "STORED\r\nNOT_STORED\r\nNOT_STORED\r\nNS\r\nHD s900\r\n");
 }
 
 Test(text_1k, too_large_value)
