@@ -2,7 +2,8 @@
 # Installs what is missing (scripts/deps.sh --test: what building and the
 # tests need), then builds and runs the whole test suite:
 #   1. formatting check (clang-format, the repo's .clang-format);
-#   2. the normal build, warnings as errors, every test;
+#   2. the normal build, warnings as errors, every test but the 'asan-only'
+#      suite (heavy tests rerun over TLS: tests/meson.build);
 #   3. an ASan+UBSan build, every test but those of the 'normal-only' suite
 #      (other programs checked against rhkvd: tests/meson.build), leaks and
 #      UB as errors;
@@ -67,7 +68,9 @@ step_done "build: build"
 checks_log=build/build-checks.log
 nice -n 19 ./scripts/build-checks.sh >"$checks_log" 2>&1 &
 checks_pid=$!
-run_suite build || status=1
+# Three tests at a time, on two cores: many of them wait on the network
+# and the clock more than they compute (the heavy ones still run alone).
+run_suite build --no-suite asan-only --num-processes 3 || status=1
 echo "== builds: build-asan, build-tsan, build-fuzz (scripts/build-checks.sh)"
 checks_rc=0
 wait "$checks_pid" || checks_rc=$?
@@ -85,7 +88,7 @@ else
 	# against the normal one): the suite's time stays under 15 minutes.
 	# Not the 'normal-only' suite (tests/meson.build says why).
 	RHKV_MODEL_SECONDS=10 run_suite build-asan --no-suite normal-only \
-		--timeout-multiplier 3 || status=1
+		--num-processes 3 --timeout-multiplier 3 || status=1
 
 	export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 	run_suite build-tsan --suite stress --timeout-multiplier 3 || status=1
