@@ -283,41 +283,36 @@ static void fill_meta(struct request *r, const struct proto_bin_req *q,
 static void fill(struct request *r, const struct proto_bin_req *q,
 		 struct req_meta *meta)
 {
-	/* An unknown op (a rejected frame) executes nothing. */
-	r->cmd = q->op && q->op <= PROTO_OP_MAX ? cmd_of[q->op] : REQ_NOOP;
-	r->p.bin.id = q->id;
-	r->p.bin.op = q->op;
-	r->p.bin.keys = q;
-	r->key = bytes(q->key);
-	if (q->op == PROTO_OP_MGET)
-		r->keys = (struct req_keys){ mget_key, 0, q->nkeys };
-	else
-		r->keys = (struct req_keys){ one_key, 0, 1 };
-	r->value = q->value.p;
-	r->nbytes = q->value.n;
-	r->flags = q->flags;
-	r->exptime = q->exptime;
-	r->cas = q->cas;
-	r->delta = q->delta;
-	r->create = false;
-	r->delay = q->delay;
-	r->cursor = q->cursor;
-	r->count = q->count;
-	r->match = q->has_match ? bytes(q->match) : (struct cache_key){ 0 };
-	r->arg = bytes(q->text);
-	r->user = bytes(q->user);
-	r->args = (struct cache_key){ NULL, 0 };
+	/* Whole, from zero: a field added to struct request is never left
+	 * over from this slot's previous request. An unknown op (a rejected
+	 * frame) executes nothing. */
+	*r = (struct request){
+		.cmd = q->op && q->op <= PROTO_OP_MAX ? cmd_of[q->op]
+						      : REQ_NOOP,
+		.p.bin = { .id = q->id, .op = q->op, .keys = q },
+		.key = bytes(q->key),
+		.keys = q->op == PROTO_OP_MGET
+				? (struct req_keys){ mget_key, 0, q->nkeys }
+				: (struct req_keys){ one_key, 0, 1 },
+		.value = q->value.p,
+		.nbytes = q->value.n,
+		.flags = q->flags,
+		.exptime = q->exptime,
+		.cas = q->cas,
+		.delta = q->delta,
+		.delay = q->delay,
+		.cursor = q->cursor,
+		.count = q->count,
+		.match = q->has_match ? bytes(q->match)
+				      : (struct cache_key){ 0 },
+		.arg = bytes(q->text),
+		.user = bytes(q->user),
+		.status = REPLY_NONE,
+	};
 	if (q->op == PROTO_OP_STATS)
 		req_stats_split(r);
-	r->initial = 0;
-	r->meta = NULL;
 	if (proto_bin_op_is_meta(q->op))
 		fill_meta(r, q, meta);
-	r->noreply = false;
-	r->status = REPLY_NONE;
-	r->message = NULL;
-	r->swallow = 0;
-	r->landed = NULL;
 }
 
 static enum reply_status status_of_code(uint32_t code)
