@@ -213,6 +213,10 @@ static const struct opt options[] = {
 	OPTION("tls-ktls", 0, OPT_FLAG, NULL,
 	       "let the kernel encrypt TLS records where it can (kTLS)",
 	       AT(tls_ktls), .stat = "ssl_ktls"),
+	OPTION("tls-session-cache", 0, OPT_FLAG, NULL,
+	       "also keep TLS 1.2 sessions on the server, for clients that "
+	       "resume without tickets (tickets work either way)",
+	       AT(tls_session_cache), .stat = "ssl_session_cache"),
 	/* memcached's options beyond rhkvd's own (config_memcached.c). */
 	OPTION("enable-ssl", 'Z', OPT_FLAG, NULL,
 	       "the -p listeners speak TLS, but those of -l notls:ADDR "

@@ -76,6 +76,7 @@ struct config {
 	const char *tls_ciphersuites; /* TLS 1.3 suites */
 	int tls_handshake_timeout;    /* seconds */
 	bool tls_ktls;		      /* kernel TLS offload */
+	bool tls_session_cache;	      /* a server-side TLS 1.2 session cache */
 	bool tls_all; /* -Z: the -p listeners speak TLS (but notls: ones) */
 	uint32_t tls_wbuf_size; /* -o ssl_wbuf_size, shown; no effect */
 	/* memcached's process and listener options. */

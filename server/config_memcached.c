@@ -539,8 +539,7 @@ static const struct subopt subopts[] = {
 	    "ignored (shown in stats settings): TLS writes use the output "
 	    "buffer",
 	    .hook = ssl_wbuf_size, .label = "ssl_wbuf_size=KIB"),
-	SUB("ssl_session_cache", SUB_NONE, SUB_SAME, NULL,
-	    "rhkvd's way: a server-side session cache is always on",
+	SUB("ssl_session_cache", SUB_NONE, SUB_SET, NULL, "tls-session-cache",
 	    .label = "ssl_session_cache"),
 	SUB("ssl_kernel_tls", SUB_NONE, SUB_SET, NULL, "tls-ktls",
 	    .label = "ssl_kernel_tls"),

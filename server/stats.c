@@ -391,14 +391,12 @@ static void settings_entry(const char *name, const char *value, void *arg)
 		stats__put_text(x->k, "ssl_kernel_tls", NULL, value);
 }
 
-/* memcached's TLS settings that no option changes in rhkvd: keys are read
- * as PEM (OpenSSL's SSL_FILETYPE_PEM, 1), and TLS 1.2 sessions are cached
- * on the server (tls.c) besides the tickets. (ssl_wbuf_size comes with the
- * options: -o ssl_wbuf_size changes what it shows.) */
+/* memcached's TLS setting that no option changes in rhkvd: keys are read
+ * as PEM (OpenSSL's SSL_FILETYPE_PEM, 1). (ssl_wbuf_size and
+ * ssl_session_cache come with the options.) */
 static void tls_fixed_settings(const struct stats_sink *k)
 {
 	stats__put_text(k, "ssl_keyformat", NULL, "1");
-	stats__put_text(k, "ssl_session_cache", NULL, "yes");
 }
 
 static void stats_settings(struct server *srv, const struct stats_sink *k)

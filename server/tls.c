@@ -106,11 +106,15 @@ static SSL_CTX *build(const struct config *cfg, char *buf, size_t n,
 		SSL_CTX_set_client_CA_list(ctx, names);
 	}
 	SSL_CTX_set_verify(ctx, tls_verify_flags(cfg), NULL);
-	/* Resumption: TLS 1.3 and 1.2 tickets (stateless), and a session
-	 * cache for 1.2 clients without tickets; the id context makes
-	 * resumption work with client certificates too. */
+	/* Resumption: TLS 1.3 and 1.2 tickets (stateless), and with
+	 * --tls-session-cache a cache on the server for 1.2 clients without
+	 * tickets (off by default, as memcached's ssl_session_cache: it holds
+	 * state per client); the id context makes resumption work with client
+	 * certificates too. */
 	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+	SSL_CTX_set_session_cache_mode(ctx, cfg->tls_session_cache
+						    ? SSL_SESS_CACHE_SERVER
+						    : SSL_SESS_CACHE_OFF);
 	return ctx;
 }
 

@@ -348,6 +348,7 @@ Test(config, stats_settings)
 				 "ssl_ciphersuites=NULL\n"
 				 "ssl_handshake_timeout=10\n"
 				 "ssl_ktls=no\n"
+				 "ssl_session_cache=no\n"
 				 "tcp_backlog=1024\n"
 				 "verbosity=2\n"
 				 "auth=no\n"

@@ -69,6 +69,8 @@ start_tls_server() {
 				esac
 				;;
 			--tls-min-version) mc+=",ssl_min_version=${2#1.}" ;;
+			# Always on here (ssl_session_cache above).
+			--tls-session-cache) shift && continue ;;
 			--tls-*)
 				echo "FAIL: memcached has no $a (guard the test with rhkvd_only)"
 				exit 1

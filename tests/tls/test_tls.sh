@@ -107,6 +107,33 @@ errors_grown() {
 		problems+=("ssl_handshake_errors did not count $1")
 }
 
+# resumes_without_ticket yes|no: whether a TLS 1.2 client that asks for no
+# ticket resumes its session on the next connection, which only the
+# server's session cache (--tls-session-cache) can do.
+resumes_without_ticket() {
+	local sess=$tmp/sess-no-ticket out
+	rm -f "$sess"
+	s_client -tls1_2 -no_ticket -sess_out "$sess" >/dev/null ||
+		fail "s_client -no_ticket -sess_out"
+	if [ "$1" = no ] && [ ! -s "$sess" ]; then
+		# No session id from the server: nothing to resume.
+		echo "== TLS 1.2 without a ticket: no session to resume"
+		return 0
+	fi
+	[ -s "$sess" ] || fail "s_client -no_ticket saved no session"
+	out=$(s_client -tls1_2 -no_ticket -sess_in "$sess") ||
+		fail "s_client -no_ticket -sess_in: $out"
+	grep -q 'VERSION [0-9]' <<<"$out" || fail "no ticket: no VERSION: $out"
+	if [ "$1" = yes ]; then
+		grep -q '^Reused, TLSv1.2' <<<"$out" ||
+			fail "TLS 1.2 without a ticket: not resumed from the session cache: $(grep -E '^(New|Reused)' <<<"$out")"
+	else
+		grep -q '^New, TLSv1.2' <<<"$out" ||
+			fail "TLS 1.2 without a ticket: resumed with no session cache: $(grep -E '^(New|Reused)' <<<"$out")"
+	fi
+	echo "== TLS 1.2 without a ticket: resumed: $1"
+}
+
 group_basic() {
 	start_tls_server "${serve[@]}"
 	if "$py" -c 'import pymemcache' 2>/dev/null; then
@@ -156,11 +183,19 @@ group_basic() {
 		fi
 		echo "== TLS $v session resumption: Reused (tls_resumed ${before:-n/a} -> ${r:-n/a})"
 	done
+	if rhkvd_only "no session cache by default"; then
+		resumes_without_ticket no
+	fi
 	out=$(s_client_cmd -tls1_3 k)
 	[ "$(grep -c 'VERSION [0-9]' <<<"$out")" = 2 ] ||
 		fail "TLS 1.3 key update: not served after: $(grep -E 'VERSION|KEYUPD|error' <<<"$out")"
 	echo "== TLS 1.3 key update (s_client k): served before and after"
 	healthy
+	stop_checked
+
+	echo "== --tls-session-cache (-o ssl_session_cache)"
+	start_tls_server "${serve[@]}" --tls-session-cache
+	resumes_without_ticket yes
 	stop_checked
 
 	echo "== --tls-min-version 1.3"
