@@ -6,7 +6,8 @@
 #   build-fuzz  clang, ASan+UBSan, libFuzzer: the fuzz suite's targets.
 # test.sh runs this at the lowest priority while the normal build's tests
 # run: they leave a core idle much of the time (their heavy tests run one
-# at a time), and the builds take it.
+# at a time), and the builds take it; once those tests end it gives what is
+# left of the builds the normal priority.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
