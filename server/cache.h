@@ -67,6 +67,11 @@
  * is kept goes there too, nothing copied. The maintenance thread
  * evicts ahead to keep a little room free, so writers rarely evict
  * themselves. Lock order: evict_lock, log_lock, a table bucket.
+ * With evictions off (cache_set_evictions, memcached's -M) the evictor
+ * still reclaims dead bytes and compacts, carrying every live item, but
+ * never unlinks one: a segment whose live items do not all fit the carry
+ * goes back to the log, and a write that finds no room that way is
+ * answered CACHE_NO_MEMORY.
  *
  * EXPIRY is lazy on access and swept in the background: a maintenance
  * thread walks the table with its own cursor for at most 2 ms per tick
@@ -309,6 +314,14 @@ int cache_seal(struct cache *c);
 /* No other thread may use c any more; the caller is an RCU reader thread
  * outside read-side sections. With a memory file, seals it first. */
 void cache_destroy(struct cache *c);
+
+/*
+ * Evictions on (the default) or off (memcached's -M: a write that needs a
+ * live item's room fails with CACHE_NO_MEMORY instead). Off, a lowered
+ * limit is reached only as items are deleted, expire or are flushed.
+ */
+void cache_set_evictions(struct cache *c, bool on);
+bool cache_evictions(struct cache *c);
 
 /*
  * Changes the limit (cache_memlimit); evicts down to it in the background.

@@ -167,6 +167,16 @@ static void carry_hook(struct cache *c, struct item *copy)
 		     copy);
 }
 
+void cache_set_evictions(struct cache *c, bool on)
+{
+	atomic_store_explicit(&c->no_evict, !on, memory_order_relaxed);
+}
+
+bool cache_evictions(struct cache *c)
+{
+	return !atomic_load_explicit(&c->no_evict, memory_order_relaxed);
+}
+
 void cache_set_carry_hook(struct cache *c,
 			  void (*fn)(void *arg, struct item *copy), void *arg)
 {
@@ -255,14 +265,16 @@ static void pass_over(struct cache *c, struct seg *u, bool full)
  */
 static bool evict_segment(struct cache *c, struct seg *u, bool force)
 {
-	bool full = cache_full(c);
+	/* Evictions off: every live item is kept, forced or not. */
+	bool keep_all = !cache_evictions(c);
+	bool full = cache_full(c) && !keep_all;
 	uint32_t share = (uint32_t)(full ? c->seg_size / CARRY_MAX_DIV
 					 : c->seg_size / 8 * 7);
 	uint32_t carry_left = share;
 	int64_t now = cache_now();
 	unsigned int step = 0;
 
-	if (!force && kept_bytes(c, u, now, full) > share) {
+	if ((!force || keep_all) && kept_bytes(c, u, now, full) > share) {
 		pass_over(c, u, full);
 		return false;
 	}
@@ -290,7 +302,7 @@ static bool evict_segment(struct cache *c, struct seg *u, bool force)
 				rhkv_rcu_read_lock();
 				copy = carry_copy(c, it);
 			}
-			if (!copy && !full && !force) {
+			if (!copy && !full && (!force || keep_all)) {
 				/* No segment to carry to yet: what is left
 				 * of u stays, rather than live items go
 				 * from a cache that holds them. */
@@ -314,6 +326,12 @@ static bool evict_segment(struct cache *c, struct seg *u, bool force)
 				continue;
 			}
 		}
+		if (keep_all && live) {
+			/* No room left in the carry: the rest stays. */
+			rhkv_rcu_read_unlock();
+			pass_over(c, u, false);
+			return false;
+		}
 		/* Fails when it is out of the table already. */
 		if (rhashtable_remove_fast(&c->ht, &it->node, cache__params))
 			continue;
@@ -332,12 +350,13 @@ static bool evict_segment(struct cache *c, struct seg *u, bool force)
 static bool evict_large(struct cache *c, struct seg *u, bool force)
 {
 	struct item *it = (struct item *)u->base;
-	bool full = cache_full(c), live, requeued = false;
+	bool keep_all = !cache_evictions(c);
+	bool full = cache_full(c) && !keep_all, live, requeued = false;
 	uint8_t usage;
 
 	usage = item__usage(it);
 	live = cache_item_live(c, it, cache_now());
-	if (!force && keep_item(it, live, full)) {
+	if ((!force || keep_all) && keep_item(it, live, full)) {
 		if (full)
 			atomic_fetch_and_explicit(&it->usage,
 						  (uint8_t)~ITEM_VISITED,

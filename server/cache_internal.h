@@ -213,6 +213,7 @@ struct cache {
 	uint64_t sweep_cursor;	   /* the maintenance thread's own */
 	_Atomic bool sweep_wanted; /* some item may expire: sweep */
 	_Atomic bool sweep_paused; /* lru_crawler disable */
+	_Atomic bool no_evict;	   /* cache_set_evictions(c, false): -M */
 
 	_Atomic unsigned long evictions, evicted_unfetched, evicted_active;
 	_Atomic unsigned long expired_unfetched, reclaimed, sweep_passes;

@@ -281,9 +281,10 @@ static const struct opt options[] = {
 	OPTION("napi-ids", 'N', OPT_IGNORED, "N",
 	       "ignored: connections go to the workers in turn (or by "
 	       "--reuseport)"),
-	OPTION("disable-evictions", 'M', OPT_REFUSED, NULL,
-	       "refused: rhkvd always evicts when -m is full; no mode answers "
-	       "out of memory instead"),
+	OPTION("disable-evictions", 'M', OPT_FLAG, NULL,
+	       "never evict a live item: when -m is full, a write is answered "
+	       "SERVER_ERROR out of memory storing object",
+	       AT(disable_evictions)),
 	OPTION("verbose", 'v', OPT_COUNT, NULL, "more logging (-vv: debug)",
 	       AT(verbose), .stat = "verbosity"),
 	OPTION("help", 'h', OPT_HELP, NULL, "this help"),
@@ -767,7 +768,7 @@ void config_each(const struct config *cfg,
 	   arg);
 	fn("auth_enabled_sasl", config_has_auth(cfg) ? "yes" : "no", arg);
 	fn("cas_enabled", "yes", arg);
-	fn("evictions", "on", arg);
+	fn("evictions", cfg->disable_evictions ? "off" : "on", arg);
 	fn("maxconns_fast", "yes", arg);
 	fn("binding_protocol", config__protocol_name(cfg), arg);
 	fn("dump_enabled", cfg->disable_dumping ? "no" : "yes", arg);

@@ -80,16 +80,17 @@ struct config {
 	bool tls_all; /* -Z: the -p listeners speak TLS (but notls: ones) */
 	uint32_t tls_wbuf_size; /* -o ssl_wbuf_size, shown; no effect */
 	/* memcached's process and listener options. */
-	bool daemonize;	      /* -d */
-	const char *pid_file; /* -P */
-	bool coredumps;	      /* -r: raise the core file limit */
-	bool lock_memory;     /* -k: mlockall */
-	int backlog;	      /* -b: listen(2)'s backlog */
-	uint32_t sock_mark;   /* -o sock_cookie_id: SO_MARK of listeners */
-	int protocol;	      /* -B: enum config_protocol */
-	bool sasl;	      /* -S: SASL required, binary protocol */
-	bool disable_dumping; /* -X: stats cachedump, lru_crawler metadump */
-	bool disable_watch;   /* -W: the watch command */
+	bool daemonize;		/* -d */
+	const char *pid_file;	/* -P */
+	bool coredumps;		/* -r: raise the core file limit */
+	bool lock_memory;	/* -k: mlockall */
+	int backlog;		/* -b: listen(2)'s backlog */
+	uint32_t sock_mark;	/* -o sock_cookie_id: SO_MARK of listeners */
+	int protocol;		/* -B: enum config_protocol */
+	bool sasl;		/* -S: SASL required, binary protocol */
+	bool disable_dumping;	/* -X: stats cachedump, lru_crawler metadump */
+	bool disable_evictions; /* -M: out of memory rather than evict */
+	bool disable_watch;	/* -W: the watch command */
 	bool sweep_off; /* -o no_lru_crawler: the expiry sweep starts paused */
 	char detail_delim;    /* -D: stats detail's prefix delimiter (and on) */
 	bool detail_at_start; /* -D given: stats detail counts from start */

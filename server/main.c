@@ -506,6 +506,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (srv.cache) {
 		cache_set_evict_hook(srv.cache, watch_evict, &srv.watch);
+		cache_set_evictions(srv.cache, !srv.cfg.disable_evictions);
 		if (!cache_set_max_prefix_flushes(
 			    srv.cache,
 			    (unsigned int)srv.cfg.max_prefix_flushes)) {

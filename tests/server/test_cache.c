@@ -820,6 +820,53 @@ Test(cache, item_larger_than_the_limit_fails_cleanly)
 
 /* ---- 7. stats memory ---- */
 
+/* -M (memcached's): when -m is full of live items a set is refused with
+ * memcached's words and counted, nothing is evicted and every item stored
+ * before is still there. */
+Test(cache, disable_evictions_refuses_when_full)
+{
+	static const char *const extra[] = { "-M", "-m", "8", NULL };
+	char value[8192], line[128], key[32];
+	struct hstats s;
+	int stored = 0;
+
+	memset(value, 'M', sizeof(value));
+	start(extra);
+	for (;;) {
+		struct hbuf b = { 0 };
+
+		cr_assert_lt(stored, 4096, "8 MiB took %d sets of 8 KiB",
+			     stored);
+		hbuf_printf(&b, "set m:%d 0 0 %zu\r\n", stored, sizeof(value));
+		hbuf_add(&b, value, sizeof(value));
+		hbuf_add(&b, "\r\n", 2);
+		SEND_N(c, b.p, b.len);
+		hbuf_free(&b);
+		cr_assert_gt(hc_line(c, line, sizeof(line), 10000), 0);
+		if (strcmp(line, "STORED\r\n"))
+			break;
+		stored++;
+	}
+	cr_assert_str_eq(line, "SERVER_ERROR out of memory storing object\r\n");
+	cr_assert_gt(stored, 500, "only %d sets of 8 KiB in 8 MiB", stored);
+	read_stats(c, "", &s);
+	cr_assert_eq(stat_u64(&s, "evictions"), 0);
+	cr_assert_eq(stat_u64(&s, "store_no_memory"), 1);
+	cr_assert_eq(stat_u64(&s, "curr_items"), (unsigned long long)stored);
+	read_stats(c, "settings", &s);
+	cr_assert_str_eq(hstats_get(&s, "evictions"), "off");
+	for (int i = 0; i < stored; i++) {
+		struct hvalue v;
+
+		snprintf(key, sizeof(key), "get m:%d\r\n", i);
+		SEND_N(c, key, strlen(key));
+		cr_assert_eq(hc_value(c, &v, 10000), 1, "m:%d lost", i);
+		cr_assert_eq(v.len, sizeof(value), "m:%d", i);
+		cr_assert_eq(hc_value(c, &v, 10000), 0);
+	}
+	SYNC(c, &srv);
+}
+
 Test(cache, stats_memory_adds_up)
 {
 	struct hstats s, m;

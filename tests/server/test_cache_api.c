@@ -631,6 +631,82 @@ Test(cache_api, filling_past_the_limit_evicts)
 }
 
 /*
+ * Evictions off (memcached's -M): once live items fill the limit a write
+ * fails with CACHE_NO_MEMORY and nothing stored is lost; overwrites,
+ * deletes and expiry still give room back (the evictor compacts).
+ */
+Test(cache_api, evictions_off_refuses_rather_than_evicts)
+{
+	const uint64_t limit = 2 * MB;
+	struct cache *c = new_cache(limit);
+	char value[4000], k[16];
+	int stored = 0;
+	enum cache_result r = CACHE_STORED;
+
+	cache_set_evictions(c, false);
+	cr_assert(!cache_evictions(c));
+	memset(value, 'v', sizeof(value));
+	/* The same few keys overwritten: dead bytes fill the log and are
+	 * compacted away, never a failure. */
+	for (int i = 0; i < 4000; i++) { /* 16 MB of writes */
+		snprintf(k, sizeof(k), "o%d", i % 16);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+					 sizeof(value), 0, NULL),
+			     CACHE_STORED, "overwrite %d", i);
+	}
+	for (int i = 0; i < 16; i++) {
+		snprintf(k, sizeof(k), "o%d", i);
+		cr_assert(cache_delete(c, key(k)));
+	}
+	/* New keys until the limit refuses one. */
+	while (stored < 4000) {
+		snprintf(k, sizeof(k), "f%d", stored);
+		r = cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+				sizeof(value), 0, NULL);
+		if (r != CACHE_STORED)
+			break;
+		stored++;
+	}
+	cr_assert_eq(r, CACHE_NO_MEMORY, "after %d sets", stored);
+	cr_assert_gt(stored, 200, "only %d of 4 KB fit in 2 MB", stored);
+	/* Refused again, and still nothing lost. */
+	cr_assert_eq(cache_store(c, 0, CACHE_SET, key("one-more"), 0, 0, value,
+				 sizeof(value), 0, NULL),
+		     CACHE_NO_MEMORY);
+	struct cache_stats st = stats(c);
+
+	cr_assert_eq(st.evictions, 0);
+	cr_assert_eq(st.curr_items, (unsigned long)stored);
+	cr_assert_leq(st.bytes, limit);
+	for (int i = 0; i < stored; i++) {
+		snprintf(k, sizeof(k), "f%d", i);
+		cr_assert_eq(get(c, k).nbytes, sizeof(value), "%s lost", k);
+	}
+	/* Deleting makes room again. */
+	for (int i = 0; i < stored; i += 2) {
+		snprintf(k, sizeof(k), "f%d", i);
+		cr_assert(cache_delete(c, key(k)));
+	}
+	for (int i = 0; i < stored / 4; i++) {
+		snprintf(k, sizeof(k), "g%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+					 sizeof(value), 0, NULL),
+			     CACHE_STORED, "%s after the deletes", k);
+	}
+	cr_assert_eq(stats(c).evictions, 0);
+	/* Evictions on again: a write evicts instead of failing. */
+	cache_set_evictions(c, true);
+	for (int i = 0; i < stored; i++) {
+		snprintf(k, sizeof(k), "h%d", i);
+		cr_assert_eq(cache_store(c, 0, CACHE_SET, key(k), 0, 0, value,
+					 sizeof(value), 0, NULL),
+			     CACHE_STORED, "%s with evictions on", k);
+	}
+	cr_assert_gt(stats(c).evictions, 0);
+	done(c);
+}
+
+/*
  * Once the items are within a lowered limit they stay within it: segments
  * freed by the evictor and pooled (their memory still counted) are not
  * filled past the new limit while the pool waits to be trimmed. Before,

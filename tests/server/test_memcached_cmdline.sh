@@ -11,7 +11,7 @@
 #   -s alone: the unix socket and no TCP listener; -l with a host name, a
 #     port of its own and a list
 #   -X, -W, -B binary, -D: memcached's replies and prefix counts
-#   (rhkvd) -M, -o ext_path, -o ssl_ciphers=A,B: refused with exit code 64
+#   (rhkvd) -o ext_path, -o ssl_ciphers=A,B: refused with exit code 64
 set -euo pipefail
 here=$(dirname "$0")
 # shellcheck source=tests/server/lib_server.sh
@@ -181,7 +181,6 @@ start_server "${mc[@]}" -B ascii
 stop_checked
 
 if ! is_memcached; then
-	refused '-M (--disable-evictions) refused' -M
 	refused 'flash tier' -o "ext_path=$tmp/ext:64m"
 	refused 'illegal suboption "B"' -o ssl_ciphers=A,B
 fi
