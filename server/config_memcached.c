@@ -12,7 +12,7 @@
  *     LRU segments, the hash table's size, extstore's knobs): accepted,
  *     and main.c logs one line at start naming it and why;
  *   - refused at start (exit code 64), where going on would break what
- *     the operator asked for (-M, -o ext_path, TLS 1.0), with a message
+ *     the operator asked for (-o ext_path, TLS 1.0), with a message
  *     that names what rhkvd offers instead.
  *
  * -o is parsed as memcached parses it, with getsubopt(3)'s rules: the list
