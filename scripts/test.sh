@@ -23,7 +23,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=()
 failures=$(mktemp)
-trap 'rm -f "$failures"' EXIT
+checks_pid=
+# On any exit, the background builds (their process group) stop too.
+trap 'rm -f "$failures"; [ -z "$checks_pid" ] || kill -- "-$checks_pid" 2>/dev/null || true' EXIT
 step_start=$SECONDS
 # step_done NAME: records how long the step since the last one took.
 step_done() {
