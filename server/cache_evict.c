@@ -261,7 +261,9 @@ static void pass_over(struct cache *c, struct seg *u, bool full)
  * segment itself, or a live one in a cache of mostly dead bytes) copying
  * would free little: u is passed over instead, unless force (a lap passed
  * over everything): then at most that share is carried and the rest goes.
- * Returns false when u was passed over. Under evict_lock.
+ * With evictions off nothing live goes, forced or not: u is passed over
+ * as soon as a live item cannot be carried. Returns false when u was
+ * passed over. Under evict_lock.
  */
 static bool evict_segment(struct cache *c, struct seg *u, bool force)
 {
