@@ -110,6 +110,9 @@ static void obj_free_rcu(struct rcu_head *head)
 {
 	rhkv_rcu_callback_enter();
 	stress_obj_free(caa_container_of(head, struct sobj, rcu));
+	/* Its count of live objects is read, and the context freed, after
+	 * the scenario's rhkv_rcu_barrier(). */
+	rhkv_rcu_callback_exit();
 }
 
 void stress_obj_retire(struct sobj *o)
