@@ -120,10 +120,11 @@ static const struct opt options[] = {
 	OPTION("user", 'u', OPT_STRING, "USER",
 	       "drop privileges to USER after binding", AT(user),
 	       .stat = "user"),
-	/* Not kept: memcached's t/ files pass a port with -l. */
-	OPTION("udp-port", 'U', OPT_IGNORED, "PORT",
-	       "ignored: rhkvd serves no UDP", .def_str = "0",
-	       .stat = "udpport"),
+	OPTION("udp-port", 'U', OPT_INT, "PORT",
+	       "UDP port for memcached's UDP protocol, on each -l address; "
+	       "0: none",
+	       RANGE(0, 65535), .def = 0, AT(udp_port), .stat = "udpport",
+	       BAD("UDP port", "not in 0..65535")),
 	OPTION("idle-timeout", 0, OPT_INT, "SECS",
 	       "close connections that complete no request for SECS; 0: off",
 	       RANGE(0, 1 << 30), .def = 300, AT(idle_timeout),
@@ -507,9 +508,9 @@ static int check_combination(const struct config *cfg)
 	for (int i = 0; i < cfg->nlisten; i++)
 		own_port |= cfg->listen_port[i] != 0;
 	if (cfg->port == 0 && !own_port && !cfg->unix_socket &&
-	    !cfg->tls_port) {
+	    !cfg->tls_port && !cfg->udp_port) {
 		fprintf(stderr, "rhkvd: -p 0 turns TCP off and neither a unix "
-				"socket (-s PATH) nor --tls-port is given: "
+				"socket (-s PATH), --tls-port nor -U is given: "
 				"nothing to listen on\n");
 		return CONFIG_EXIT_USAGE;
 	}
@@ -679,8 +680,27 @@ int config_check_access(struct config *cfg)
 		return config__usage(
 			"-S checks SASL PLAIN against a user list: "
 			"--auth-file FILE");
+	/* memcached's rule too: a datagram has no connection to
+	 * authenticate, so UDP would either refuse every request or let
+	 * one client's authentication serve others. */
+	if (cfg->udp_port && config_has_auth(cfg))
+		return config__usage(
+			"-U %d: UDP cannot be used with authentication "
+			"(-Y/--auth-file): a datagram has no connection to "
+			"authenticate (-U 0 turns UDP off)",
+			cfg->udp_port);
 	if (config_has_auth(cfg) || cfg->no_protected_mode)
 		return 0;
+	/* UDP answers anyone, and can be made to answer forged senders. */
+	for (int i = 0; cfg->udp_port && i < cfg->nlisten; i++)
+		if (!is_loopback(cfg->listen[i]))
+			return config__usage(
+				"refusing UDP (-U %d) on %s, which is not a "
+				"loopback address (protected mode): UDP cannot "
+				"authenticate, and answers forged senders; on "
+				"a network you trust, opt out with "
+				"--no-protected-mode",
+				cfg->udp_port, cfg->listen[i]);
 	/* Each address: a plain listener needs a password beyond loopback;
 	 * a TLS one needs none when it requires client certificates. */
 	for (int i = 0; i < cfg->nlisten; i++) {

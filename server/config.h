@@ -36,6 +36,7 @@ enum config_protocol {
 
 struct config {
 	int port;
+	int udp_port; /* -U: memcached's UDP protocol (udp.h); 0: none */
 	/* -l, memcached's syntax ([notls:]HOST[:PORT], lists split at ',' and
 	 * ';'): per entry the host, its own port (0: -p's) and notls:. */
 	const char *listen[CONFIG_MAX_LISTEN];

@@ -181,10 +181,12 @@ int config__ignore_or_refuse(struct config *cfg, const struct opt *o,
 int config__memcached_rules(struct config *cfg, bool tcp_given,
 			    bool protocol_given)
 {
-	/* -s alone: the unix socket only ("disables network support");
-	 * with -p, -l or --tls-port rhkvd listens on both. */
-	if (cfg->unix_socket && !tcp_given && !cfg->tls_port)
+	/* -s alone: the unix socket only ("disables network support", UDP
+	 * too); with -p, -l or --tls-port rhkvd listens on both. */
+	if (cfg->unix_socket && !tcp_given && !cfg->tls_port) {
 		cfg->port = 0;
+		cfg->udp_port = 0;
+	}
 	/* -S: SASL, which only memcached's binary protocol carries. */
 	if (cfg->sasl) {
 		if (protocol_given && cfg->protocol != CONFIG_PROTO_BINARY)

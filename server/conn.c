@@ -230,6 +230,24 @@ void conn_close(struct conn *c)
 	free(c);
 }
 
+bool conn_restart(struct conn *c)
+{
+	if (c->rlen || c->swallow || landing(c) || c->land_next ||
+	    c->close_when_done || c->broken || c->peer_eof || c->watch ||
+	    c->dumping || c->budget_wait || c->budget_over ||
+	    evbuffer_get_length(c->out))
+		return false;
+	if (c->proto && c->proto->close)
+		c->proto->close(c);
+	c->proto = NULL;
+	c->pstate = NULL;
+	c->authed = c->w->srv->auth == NULL;
+	c->batch_ran = 0;
+	c->text_no_newline = 0;
+	c->text_value_pending = false;
+	return true;
+}
+
 /* ---- output ---- */
 
 void conn_add(struct conn *c, const void *p, size_t n)
@@ -348,6 +366,8 @@ static void dispatch(struct conn *c, enum decode_status st,
 	}
 }
 
+static bool conn_write(struct conn *c);
+
 /*
  * Executes the complete requests in rbuf; returns the bytes used. Each
  * request's time runs from the end of the previous one (or the start of
@@ -409,6 +429,8 @@ static size_t run_batch(struct conn *c)
 				cache_prefetch(c->w->srv->cache, next->key);
 		}
 		dispatch(c, st[cur], r, &t0);
+		if (c->transport->write_per_request && !conn_write(c))
+			c->broken = true;
 		off += r->len;
 		cur ^= 1;
 	}
@@ -982,7 +1004,7 @@ void conn_tick(struct conn *c, int64_t now)
 				      memory_order_relaxed);
 		return;
 	}
-	if (cfg->idle_timeout &&
+	if (cfg->idle_timeout && !c->transport->never_idle &&
 	    now - atomic_load_explicit(&c->last_active, memory_order_relaxed) >=
 		    cfg->idle_timeout) {
 		log_debug("closing idle connection %d", c->fd);

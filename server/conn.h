@@ -130,6 +130,15 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd);
 
 /* Closes now, dropping pending output. */
 void conn_close(struct conn *c);
+/*
+ * Makes c as a new connection would be, for a transport that reuses one
+ * connection for independent exchanges (a UDP session, udp.h): the
+ * protocol its first byte chose and its authentication are forgotten.
+ * False, changing nothing, when it is not between requests (part of one
+ * is in, a value is arriving or being discarded, output is pending, it is
+ * closing, waiting for --conn-memory, or streaming): then close it.
+ */
+bool conn_restart(struct conn *c);
 /* Stops reading; closes once the pending output is written. */
 void conn_shutdown(struct conn *c);
 /* Once a second: idle and stall timeouts. */

@@ -203,6 +203,34 @@ static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 	return 0;
 }
 
+/* -U: a UDP socket on addr:port, which a worker will serve (udp.h). */
+static int listen_udp(struct server *srv, const char *addr, int port)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof(ss), one = 1, fd;
+	char spec[300];
+
+	snprintf(spec, sizeof(spec), strchr(addr, ':') ? "[%s]:%d" : "%s:%d",
+		 addr, port);
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &len) &&
+	    resolve(addr, port, &ss, &len))
+		return -1;
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, (socklen_t)len)) {
+		log_error("cannot listen on UDP %s: %s", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	mark_socket(srv, fd);
+	srv->udp_fd[srv->nudp_fd++] = fd;
+	srv->listen_fd[srv->nlisten_fd++] = fd;
+	log_info("listening on UDP %s", spec);
+	return 0;
+}
+
 static int listen_unix(struct server *srv, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -365,7 +393,7 @@ static int start(struct server *srv)
 	int per = srv->cfg.reuseport ? srv->cfg.threads : 1;
 
 	srv->listen_fd =
-		calloc((size_t)(2 * srv->cfg.nlisten * per + 1), sizeof(int));
+		calloc((size_t)(3 * srv->cfg.nlisten * per + 1), sizeof(int));
 	srv->worker_listen_fd = calloc(
 		(size_t)(2 * srv->cfg.nlisten * srv->cfg.threads), sizeof(int));
 	if (!srv->listen_fd || !srv->worker_listen_fd) {
@@ -374,7 +402,8 @@ static int start(struct server *srv)
 	}
 	/* Each -l address on its own port (HOST:PORT) or -p's (0: none),
 	 * TLS with -Z but for notls: ones; --tls-port: a TLS listener on
-	 * each address without a port of its own. */
+	 * each address without a port of its own; -U: a UDP socket on each
+	 * address. */
 	for (int i = 0; i < srv->cfg.nlisten; i++) {
 		int port = srv->cfg.listen_port[i] ? srv->cfg.listen_port[i]
 						   : srv->cfg.port;
@@ -388,6 +417,9 @@ static int start(struct server *srv)
 		if (!srv->cfg.listen_port[i] &&
 		    listen_tcp(srv, srv->cfg.listen[i], srv->cfg.tls_port,
 			       true))
+			return EXIT_OS_ERROR;
+	for (int i = 0; srv->cfg.udp_port && i < srv->cfg.nlisten; i++)
+		if (listen_udp(srv, srv->cfg.listen[i], srv->cfg.udp_port))
 			return EXIT_OS_ERROR;
 	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))
 		return EXIT_OS_ERROR;
@@ -442,6 +474,10 @@ static void stop(struct server *srv)
 		if (srv->worker_listen_fd[i] >= 0)
 			close(srv->worker_listen_fd[i]);
 	srv->nworker_listen = 0;
+	/* The workers no longer read them. */
+	for (int i = 0; i < srv->nudp_fd; i++)
+		close(srv->udp_fd[i]);
+	srv->nudp_fd = 0;
 	if (srv->sigterm)
 		event_free(srv->sigterm);
 	if (srv->sigint)

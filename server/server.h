@@ -48,6 +48,9 @@ struct worker {
 	 * listener; its thread frees them when it stops. */
 	struct evconnlistener *listeners[2 * CONFIG_MAX_LISTEN];
 	int nlisteners;
+	/* -U: the UDP sockets this worker serves (udp.h). */
+	struct udp_port *udp[CONFIG_MAX_LISTEN];
+	int nudp;
 	pthread_mutex_t lock; /* inbox, stop, linking into conns */
 	struct fd_node *inbox;
 	bool stop;
@@ -88,6 +91,10 @@ struct server {
 	int *worker_listen_fd;
 	bool worker_listen_tls[2 * CONFIG_MAX_LISTEN];
 	int nworker_listen;
+	/* -U: a UDP socket per -l address (also in listen_fd), each served
+	 * by one worker (udp.h); closed by stop(). */
+	int udp_fd[CONFIG_MAX_LISTEN];
+	int nudp_fd;
 	struct event *sigterm, *sigint;
 	int64_t started;
 	_Atomic int curr_conns;

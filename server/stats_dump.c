@@ -16,23 +16,25 @@
 #include "server.h"
 #include "stats_internal.h"
 
-/* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "unix:/path"; false when
- * the socket has no address to show. */
+/* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "udp:0.0.0.0:11211",
+ * "unix:/path"; false when the socket has no address to show. */
 static bool format_addr(const struct sockaddr_storage *ss, socklen_t len,
-			char *buf, size_t n)
+			bool udp, char *buf, size_t n)
 {
+	const char *kind = udp ? "udp" : "tcp";
 	char host[INET6_ADDRSTRLEN];
 
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const void *)ss;
 
 		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-		snprintf(buf, n, "tcp:%s:%u", host, ntohs(a->sin_port));
+		snprintf(buf, n, "%s:%s:%u", kind, host, ntohs(a->sin_port));
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const void *)ss;
 
 		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-		snprintf(buf, n, "tcp6:[%s]:%u", host, ntohs(a->sin6_port));
+		snprintf(buf, n, "%s6:[%s]:%u", kind, host,
+			 ntohs(a->sin6_port));
 	} else if (ss->ss_family == AF_UNIX &&
 		   len > offsetof(struct sockaddr_un, sun_path)) {
 		const struct sockaddr_un *a = (const void *)ss;
@@ -46,14 +48,23 @@ static bool format_addr(const struct sockaddr_storage *ss, socklen_t len,
 	return true;
 }
 
-static bool sock_addr(int fd, bool peer, char *buf, size_t n)
+static bool sock_addr(int fd, bool peer, bool udp, char *buf, size_t n)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
 		      : getsockname(fd, (struct sockaddr *)&ss, &len);
 
-	return rc == 0 && format_addr(&ss, len, buf, n);
+	return rc == 0 && format_addr(&ss, len, udp, buf, n);
+}
+
+/* Whether fd is one of -U's UDP sockets. */
+static bool is_udp(const struct server *srv, int fd)
+{
+	for (int i = 0; i < srv->nudp_fd; i++)
+		if (srv->udp_fd[i] == fd)
+			return true;
+	return false;
 }
 
 static void put_conn_text(const struct stats_sink *k, int fd, const char *name,
@@ -82,8 +93,8 @@ static const char help_idle[] = "Seconds since its last request";
 static const char help_thread[] = "The worker thread that serves it (0-based)";
 
 /*
- * `stats conns`: the listening sockets, then every client connection with
- * a socket. Each worker's list is walked under that worker's lock, which
+ * `stats conns`: the listening sockets (-U's UDP sockets among them), then
+ * every client connection with a socket. Each worker's list is walked under that worker's lock, which
  * its thread takes to link and unlink a connection (never to use one), so
  * no connection is freed or its fd closed meanwhile; the fields read are
  * the fd (set before linking), and the state and last activity, which the
@@ -97,10 +108,14 @@ void stats__conns(struct server *srv, const struct stats_query *q,
 
 	for (int i = 0; i < srv->nlisten_fd; i++) {
 		int fd = srv->listen_fd[i];
+		bool udp = is_udp(srv, fd);
 
-		if (sock_addr(fd, false, addr, sizeof(addr)))
+		if (sock_addr(fd, false, udp, addr, sizeof(addr)))
 			put_conn_text(k, fd, "addr", help_addr, addr);
-		put_conn_text(k, fd, "state", help_state, "conn_listening");
+		/* A UDP socket is read, as memcached's UDP connections are:
+		 * its datagrams are its requests. */
+		put_conn_text(k, fd, "state", help_state,
+			      udp ? "conn_read" : "conn_listening");
 		put_conn_u(k, fd, "secs_since_last_cmd", help_idle,
 			   (uint64_t)(now - srv->started));
 	}
@@ -116,10 +131,10 @@ void stats__conns(struct server *srv, const struct stats_query *q,
 
 			if (c->fd < 0)
 				continue;
-			if (sock_addr(c->fd, true, addr, sizeof(addr)))
+			if (sock_addr(c->fd, true, false, addr, sizeof(addr)))
 				put_conn_text(k, c->fd, "addr", help_addr,
 					      addr);
-			if (sock_addr(c->fd, false, addr, sizeof(addr)))
+			if (sock_addr(c->fd, false, false, addr, sizeof(addr)))
 				put_conn_text(k, c->fd, "listen_addr",
 					      help_listen, addr);
 			put_conn_text(k, c->fd, "state", help_state,

@@ -1,10 +1,12 @@
 /*
  * How a connection's bytes come and go: a small table of operations, so
- * that the batch loop (conn.c) never asks what is underneath. Three
+ * that the batch loop (conn.c) never asks what is underneath. Four
  * transports exist: a non-blocking socket on the worker's event loop
- * (transport_socket.c), TLS over such a socket (transport_tls.c), and an
- * in-memory pair of buffers for tests and fuzzing (transport_memory.c). A transport keeps its own state behind
- * c->tstate and runs on the connection's worker thread only.
+ * (transport_socket.c), TLS over such a socket (transport_tls.c), the
+ * datagrams of memcached's UDP protocol (udp.c), and an in-memory pair of
+ * buffers for tests and fuzzing (transport_memory.c). A transport keeps
+ * its own state behind c->tstate and runs on the connection's worker
+ * thread only.
  *
  * A read or write that cannot progress says what it waits for: a socket
  * waits for readability to read and writability to write, but a layer with
@@ -56,6 +58,13 @@ struct transport {
 	/* Whether the transport gives up on the connection by now (a TLS
 	 * handshake past its timeout); NULL: never. */
 	bool (*expired)(struct conn *c, int64_t now);
+	/* No client holds the connection open (a UDP session, udp.h): the
+	 * idle timeout does not apply. */
+	bool never_idle;
+	/* Each request's replies are written as soon as it has run, in a
+	 * write of their own, not with the rest of the batch's: memcached's
+	 * UDP sends a message (its datagrams) per request. */
+	bool write_per_request;
 };
 
 extern const struct transport transport_socket;

@@ -12,8 +12,9 @@
 
 #include "common/log.h"
 #include "conn.h"
-#include "transport.h"
 #include "server.h"
+#include "transport.h"
+#include "udp.h"
 
 /* Timeouts are checked, and a stopping worker looks for its end, this often. */
 static const struct timeval tick_interval = { 0, 250000 };
@@ -41,14 +42,16 @@ static void on_listen(struct evconnlistener *l, evutil_socket_t fd,
 		conn_new_socket(w, fd);
 }
 
-/* Closes the worker's own listening sockets: on its thread when it stops,
- * or after it when it never ran. What waits in their queues is reset, as
- * with the listener thread's at shutdown. */
+/* Closes the worker's own listening sockets and stops reading its UDP
+ * ones: on its thread when it stops, or after it when it never ran. What
+ * waits in the listening sockets' queues is reset, as with the listener
+ * thread's at shutdown. */
 static void worker_unlisten(struct worker *w)
 {
 	for (int i = 0; i < w->nlisteners; i++)
 		evconnlistener_free(w->listeners[i]);
 	w->nlisteners = 0;
+	udp_worker_stop(w);
 }
 
 static void worker_check_done(struct worker *w)
@@ -180,12 +183,13 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 		*fd = -1; /* the listener closes it */
 		w->listeners[w->nlisteners++] = l;
 	}
-	return 0;
+	return udp_worker_init(w);
 }
 
 static void worker_free(struct worker *w)
 {
 	worker_unlisten(w);
+	udp_worker_free(w);
 	if (w->notify)
 		event_free(w->notify);
 	if (w->tick)

@@ -227,6 +227,35 @@ Test(config, tls_options_and_protected_mode)
 	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
 }
 
+/* -U: UDP alone is something to listen on; -s alone turns it off with
+ * TCP; never with an auth file (memcached's rule); beyond loopback only
+ * with --no-protected-mode, even where TLS guards the TCP side. */
+Test(config, udp_rules)
+{
+	cr_assert_eq(PARSE("-p", "0", "-U", "7"), 0);
+	cr_assert_eq(cfg.udp_port, 7);
+	cr_assert_eq(config_check_access(&cfg), 0);
+	cr_assert_eq(PARSE("-s", "/tmp/s", "-U", "7"), 0);
+	cr_assert_eq(cfg.udp_port, 0);
+	cr_assert_eq(PARSE("-s", "/tmp/s", "-p", "5", "-U", "7"), 0);
+	cr_assert_eq(cfg.udp_port, 7);
+	cr_assert_eq(PARSE("-U", "65536"), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-U", "7", "-Y", "/tmp/users"), 0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-U", "0", "-Y", "/tmp/users"), 0);
+	cr_assert_eq(config_check_access(&cfg), 0);
+	cr_assert_eq(PARSE("-l", "0.0.0.0", "-p", "0", "-U", "7"), 0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-l", "0.0.0.0", "-p", "0", "--tls-port", "7",
+			   "--tls-cert", "c", "--tls-key", "k", "--tls-ca", "a",
+			   "--tls-verify", "require", "-U", "8"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), CONFIG_EXIT_USAGE);
+	cr_assert_eq(PARSE("-l", "0.0.0.0", "-U", "7", "--no-protected-mode"),
+		     0);
+	cr_assert_eq(config_check_access(&cfg), 0);
+}
+
 /* memcached's -A and -F. */
 Test(config, shutdown_and_flush_all_flags)
 {

@@ -136,7 +136,12 @@ static const struct row rows[] = {
 	/* memcached -h, in its order. */
 	{ { "-p", "5555" }, APPLIED, "port", "tcpport", "5555", .check = NULL },
 	{ { "-U", "0" }, APPLIED, "udp-port", "udpport", "0", .check = NULL },
-	{ { "-U", "4444" }, IGNORED, "udp-port", .says = "-U 4444" },
+	{ { "-U", "4444" },
+	  APPLIED,
+	  "udp-port",
+	  "udpport",
+	  "4444",
+	  .check = NULL },
 	{ { "-s", "/tmp/mc.sock" },
 	  APPLIED,
 	  "unix-socket",
