@@ -437,7 +437,7 @@ Test(udp_rhkvd, clients_get_their_own_replies)
 
 	start_rhkvd((const char *const[]){ "-t", "4", NULL });
 	for (int i = 0; i < CLIENTS; i++) {
-		char key[16], val[16];
+		char key[32], val[32];
 
 		snprintf(key, sizeof(key), "k%d", i);
 		snprintf(val, sizeof(val), "value-%d", i);
