@@ -242,7 +242,8 @@ static size_t bin_req(unsigned char *d, unsigned op, const char *key,
 	d[3] = (unsigned char)klen;
 	d[4] = (unsigned char)elen;
 	memcpy(d + 8, &body, 4);
-	memcpy(d + 24, extras, elen);
+	if (elen)
+		memcpy(d + 24, extras, elen);
 	memcpy(d + 24 + elen, key, klen);
 	if (vlen)
 		memcpy(d + 24 + elen + klen, val, vlen);
@@ -403,13 +404,13 @@ static void expect_version(int fd, unsigned id, const char *who)
  * request is served. */
 Test(udp_rhkvd, hostile_datagrams)
 {
-	static char junk[65000];
+	static char junk[65001]; /* a line of 65,000 bytes, then NUL */
 	unsigned char d[64];
 	int fd;
 
 	start_rhkvd(NULL);
 	fd = udp_client(&sut);
-	memset(junk, 'a', sizeof(junk));
+	memset(junk, 'a', sizeof(junk) - 1);
 	expect_reply(fd, 1, junk, "CLIENT_ERROR line too long\r\n",
 		     "a 65,000-byte line");
 	/* A binary header saying its body is 4 GiB. */
