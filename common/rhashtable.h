@@ -819,7 +819,7 @@ void rhashtable_free_and_destroy(struct rhashtable *ht,
  * (a resize in progress stays half done; lookups and walks still find
  * everything) and nothing but the caller's own calls writes an entry's
  * rhash_head. For a caller that checksums the objects where they lie
- * (server/cache_file.c seals them in a file). Inserts and removes still
+ * (server/store/cache_file.c seals them in a file). Inserts and removes still
  * work; the table no longer grows or shrinks. Idempotent; destroy calls it.
  */
 void rhashtable_stop_worker(struct rhashtable *ht);

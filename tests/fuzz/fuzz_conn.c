@@ -22,9 +22,9 @@
 
 #include "common/log.h"
 #include "common/rcu.h"
-#include "server/auth.h"
-#include "server/conn.h"
-#include "server/transport.h"
+#include "server/exec/auth.h"
+#include "server/net/conn.h"
+#include "server/net/transport.h"
 #include "server/server.h"
 
 #define CACHE_LIMIT (8u << 20)

@@ -31,7 +31,7 @@
 
 #include "common/log.h"
 #include "common/rcu.h"
-#include "server/cache_file.h"
+#include "server/store/cache_file.h"
 
 #define LIMIT	 (4u << 20)
 #define THREADS	 2u

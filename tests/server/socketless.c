@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "common/rcu.h"
-#include "server/auth.h"
-#include "server/conn.h"
-#include "server/transport.h"
+#include "server/exec/auth.h"
+#include "server/net/conn.h"
+#include "server/net/transport.h"
 #include "socketless.h"
 
 void socketless_start(struct server *srv, struct worker *w)

@@ -1,5 +1,5 @@
 /*
- * The auth file reloaded while checks run (server/auth.h's contract):
+ * The auth file reloaded while checks run (server/exec/auth.h's contract):
  * reader threads check credentials without a pause while the main thread
  * rewrites the file and reloads it, alternating two user lists. A user in
  * both must always pass, each list's own user must pass while it is in,
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/rcu.h"
-#include "server/auth.h"
+#include "server/exec/auth.h"
 #include "stress_time.h"
 
 #define READERS 3

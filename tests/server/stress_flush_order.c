@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 #include "stress_time.h"
 
 #define SLOTS 512 /* the cache's threads; the writer is slot 0 */

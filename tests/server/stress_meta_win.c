@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 #include "stress_time.h"
 
 #define THREADS 8

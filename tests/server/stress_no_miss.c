@@ -33,7 +33,7 @@
 #include <time.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 
 #define WRITERS	  4
 #define READERS	  2

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 
 #define WRITERS 3
 #define KEYS	1024 /* per writer, under the prefix and outside it */

@@ -43,7 +43,7 @@
 #include <time.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 
 #define WORKERS	    4
 #define HOLDERS	    2

@@ -1,5 +1,5 @@
 /*
- * The credentials module (server/auth.h): both forms of the auth file,
+ * The credentials module (server/exec/auth.h): both forms of the auth file,
  * every refusal (each message names the file and the line, never the
  * secret), the checks, the mode check, and the reload, which keeps the
  * old users when the new file is refused.
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/rcu.h"
-#include "server/auth.h"
+#include "server/exec/auth.h"
 
 static struct auth *a;
 static char path[] = "/tmp/rhkv-authfile-XXXXXX";

@@ -1,5 +1,5 @@
 /*
- * The --conn-memory queue (server/conn_budget.c) on its own, with
+ * The --conn-memory queue (server/net/conn_budget.c) on its own, with
  * connections that are only their budget fields and a transport whose
  * wake records the order: room is taken while it fits; past it the first
  * taker gets the overdraft and the next ones queue; bytes given back wake
@@ -11,9 +11,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "server/conn.h"
-#include "server/conn_budget.h"
-#include "server/transport.h"
+#include "server/net/conn.h"
+#include "server/net/conn_budget.h"
+#include "server/net/transport.h"
 
 #define LIMIT 1000
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/rcu.h"
-#include "server/cache_internal.h"
+#include "server/store/cache_internal.h"
 
 static void setup(void)
 {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 
 #define MB (1u << 20)
 

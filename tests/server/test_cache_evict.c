@@ -1,5 +1,5 @@
 /*
- * Eviction carrying an item forward (server/cache_evict.c), at the cache
+ * Eviction carrying an item forward (server/store/cache_evict.c), at the cache
  * API: what a reader writes to the copy in the moment after it took the
  * original's place in the table (a touch's exptime, a visit's time, a
  * recache win) is what the item keeps once the carry is done.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/rcu.h"
-#include "server/cache.h"
+#include "server/store/cache.h"
 
 static void setup(void)
 {

@@ -22,8 +22,8 @@
 
 #include "common/rcu.h"
 #include "harness.h" /* H_SANITIZED_BUILD */
-#include "server/cache.h"
-#include "server/cache_file.h" /* crafted files: the layout */
+#include "server/store/cache.h"
+#include "server/store/cache_file.h" /* crafted files: the layout */
 
 #define MB (1u << 20)
 

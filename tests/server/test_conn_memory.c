@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/auth.h"
-#include "server/conn.h"
-#include "server/transport.h"
+#include "server/exec/auth.h"
+#include "server/net/conn.h"
+#include "server/net/transport.h"
 #include "socketless.h"
 
 static struct server srv;

@@ -1,5 +1,5 @@
 /*
- * The hot-key sketch (server/hotkeys.h) against an exact model: counts
+ * The hot-key sketch (server/observe/hotkeys.h) against an exact model: counts
  * are exact while no counter was replaced; on random streams every held
  * key's true count lies in [count - err, count], a key not held had at
  * most the smallest count, and a key above total / k is held; merging
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/hotkeys.h"
+#include "server/observe/hotkeys.h"
 
 TestSuite(hotkeys, .timeout = 30);
 

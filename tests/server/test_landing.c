@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "proto/mcbin.h"
-#include "server/conn.h"
-#include "server/transport.h"
+#include "server/net/conn.h"
+#include "server/net/transport.h"
 #include "socketless.h"
 
 static struct server srv;

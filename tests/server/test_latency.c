@@ -1,5 +1,5 @@
 /*
- * Unit tests of the server's latency histograms (server/latency.c): bucket
+ * Unit tests of the server's latency histograms (server/observe/latency.c): bucket
  * bounds cover every value with at most 1/16 relative width, percentiles on
  * known distributions are within 1/32, counts below powers of two (what the
  * Prometheus `le` buckets export) are exact, and baselines subtract.
@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "server/latency.h"
+#include "server/observe/latency.h"
 
 static struct latency_hist *h;
 static struct latency_snapshot *snap;

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "proto/mcbin.h"
-#include "server/conn.h"
-#include "server/protocol.h"
-#include "server/transport.h"
+#include "server/net/conn.h"
+#include "server/protocol/protocol.h"
+#include "server/net/transport.h"
 #include "socketless.h"
 
 static struct server srv;

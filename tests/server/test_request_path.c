@@ -14,8 +14,8 @@
 
 #include "common/log.h"
 #include "common/rcu.h"
-#include "server/conn.h"
-#include "server/transport.h"
+#include "server/net/conn.h"
+#include "server/net/transport.h"
 #include "socketless.h"
 
 static struct server srv;

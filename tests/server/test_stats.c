@@ -1,5 +1,5 @@
 /*
- * stats_emit (server/stats.h) on a server with no socket: unknown groups
+ * stats_emit (server/observe/stats.h) on a server with no socket: unknown groups
  * emit nothing; the general group emits every THREAD_STATS counter once,
  * with its kind and help text; every entry of every group has a name seen
  * once and, but for `stats settings`, a one-line help. (That the binary

@@ -2,7 +2,7 @@
  * The cache: items stored in the rhashtable, keyed by their bytes, packed
  * into segments within a memory limit, evicted a segment at a time and
  * expired in the background. The module's files share
- * server/cache_internal.h; this is its public API.
+ * server/store/cache_internal.h; this is its public API.
  *
  * Items are immutable once published, except exptime (atomic, so touch and
  * gat need no copy), the usage byte (the visited bit eviction reads) and

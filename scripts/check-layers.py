@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""check-layers.py [SERVER_DIR]: checks that the files of server/'s layers
+include only what their layer may use, and prints the includes that cross
+layers.
+
+The layers, lowest first (each folder's README.md says the same):
+  store     items, segments, eviction, the memory file: common/ only
+  observe   counters, stats groups, latency, hot keys, watch, metrics
+  exec      the request, the executors, authentication
+  protocol  the front ends (decoders and reply operations)
+  net       transports, connections and their batch loop, workers
+  (top)     main.c, the option table, server.h: anything
+A layer may use the layers below it, with two refinements of the rule the
+folders state: the store's internals (cache_internal.h) are the store's
+own, and net calls no store function (the connection reads a large value
+into the item an executor gives it).
+
+Includes that break the rule today are listed in KNOWN below, each with
+what removes it; an include that breaks it and is not listed fails the
+check (exit 1), and so does a listed one that is gone (so the list only
+shrinks). Exit 0 otherwise.
+"""
+import os
+import re
+import sys
+
+ORDER = ['store', 'observe', 'exec', 'protocol', 'net', 'top']
+
+# Headers of the top that every layer may read: the settings, which only
+# the top writes.
+SHARED = {'config.h'}
+
+# Includes across layers that the layering does not allow yet: (file,
+# header) -> what removes them.
+KNOWN = {
+    ('cmd.c', 'conn.h'): 'executors take a session, not a connection',
+    ('cmd_meta.c', 'conn.h'): 'executors take a session, not a connection',
+    ('cmd.c', 'tls.h'): 'TLS reload through a hook the net layer sets',
+    ('cmd.c', 'protocol.h'): 'the reply operations declared in exec/',
+    ('cmd_meta.c', 'protocol.h'): 'the reply operations declared in exec/',
+    ('cmd.c', 'server.h'): 'executors take a session with what they use',
+    ('cmd_meta.c', 'server.h'): 'executors take a session with what they use',
+    ('proto_text.c', 'conn.h'): 'front ends write through an output interface',
+    ('proto_binary.c', 'conn.h'): 'front ends write through an output interface',
+    ('proto_mcbin.c', 'conn.h'): 'front ends write through an output interface',
+    ('proto_text.c', 'server.h'): 'front ends read settings from the session',
+    ('proto_binary.c', 'server.h'): 'front ends read settings from the session',
+    ('proto_mcbin.c', 'server.h'): 'front ends read settings from the session',
+    ('tls.c', 'cache.h'): 'the clock from common/, not the store',
+    ('watch.c', 'conn.h'): 'watchers write through an output interface',
+    ('watch.c', 'protocol.h'): 'watchers write through an output interface',
+    ('watch.c', 'server.h'): 'the watch hub passed in',
+    ('stats.c', 'conn.h'): 'connection counts through a hook the net layer sets',
+    ('stats.c', 'tls.h'): 'TLS counters kept in observe/',
+    ('stats.c', 'server.h'): 'per-thread counters owned by observe/',
+    ('stats_dump.c', 'conn.h'): 'stats conns rows through an iterator net registers',
+    ('stats_dump.c', 'server.h'): 'stats conns rows through an iterator net registers',
+    ('stats_detail.c', 'server.h'): 'the detail state passed in',
+    ('stats_hotkeys.c', 'server.h'): 'per-thread counters owned by observe/',
+    ('metrics.c', 'server.h'): 'the stats groups and the event base passed in',
+    ('conn.c', 'server.h'): 'struct worker in net/, the state net uses passed in',
+    ('transport_memory.c', 'server.h'): 'struct worker in net/',
+    ('transport_socket.c', 'server.h'): 'struct worker in net/',
+    ('transport_tls.c', 'server.h'): 'struct worker in net/',
+    ('udp.c', 'server.h'): 'struct worker in net/',
+    ('worker.c', 'server.h'): 'struct worker in net/, the state net uses passed in',
+}
+
+
+def layer_files(root):
+    """{file name: (layer, path)} for every .c and .h of server/."""
+    files = {}
+    for dirpath, _, names in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        layer = 'top' if rel == '.' else rel.split(os.sep)[0]
+        if layer not in ORDER:
+            continue
+        for name in names:
+            if name.endswith(('.c', '.h')):
+                files[name] = (layer, os.path.join(dirpath, name))
+    return files
+
+
+def allowed(src_layer, src, dst_layer, dst):
+    if dst in SHARED or src_layer == 'top':
+        return True
+    if dst == 'cache_internal.h':
+        return src_layer == 'store'
+    if src_layer == 'net' and dst_layer == 'store':
+        return False
+    return ORDER.index(dst_layer) <= ORDER.index(src_layer)
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), '..', 'server')
+    files = layer_files(root)
+    crossing, bad, seen = [], [], set()
+    for name, (layer, path) in sorted(files.items()):
+        with open(path) as f:
+            for inc in re.findall(r'^#include "([^"]+)"', f.read(), re.M):
+                dst = os.path.basename(inc)
+                if dst not in files:
+                    continue
+                dst_layer = files[dst][0]
+                if dst_layer == layer:
+                    continue
+                crossing.append(f'{layer}/{name} -> {dst_layer}/{dst}')
+                if allowed(layer, name, dst_layer, dst):
+                    continue
+                if (name, dst) in KNOWN:
+                    seen.add((name, dst))
+                    continue
+                bad.append(f'{layer}/{name} includes {dst_layer}/{dst}')
+    gone = sorted(set(KNOWN) - seen)
+    print(f'{len(crossing)} includes cross layers, {len(seen)} of them '
+          f'against the rule (listed in KNOWN)')
+    for b in bad:
+        print(f'check-layers: not allowed: {b}')
+    for name, dst in gone:
+        print(f'check-layers: {name} no longer includes {dst}: '
+              f'remove it from KNOWN')
+    return 1 if bad or gone else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
