@@ -46,7 +46,6 @@ KNOWN = {
     ('proto_text.c', 'server.h'): 'front ends read settings from the session',
     ('proto_binary.c', 'server.h'): 'front ends read settings from the session',
     ('proto_mcbin.c', 'server.h'): 'front ends read settings from the session',
-    ('tls.c', 'cache.h'): 'the clock from common/, not the store',
     ('watch.c', 'conn.h'): 'watchers write through an output interface',
     ('watch.c', 'protocol.h'): 'watchers write through an output interface',
     ('watch.c', 'server.h'): 'the watch hub passed in',

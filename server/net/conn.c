@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "proto/mcbin.h"
 #include "proto/text.h"
@@ -145,7 +146,7 @@ const char *const conn_state_name[] = {
  * another): a relaxed store, no read-modify-write. */
 static void conn_touch(struct conn *c)
 {
-	atomic_store_explicit(&c->last_active, cache_now(),
+	atomic_store_explicit(&c->last_active, clock_now_s(),
 			      memory_order_relaxed);
 }
 
@@ -181,7 +182,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->rcap = RBUF_INITIAL;
 	c->rbuf = malloc(c->rcap);
 	c->out = evbuffer_new();
-	atomic_init(&c->last_active, cache_now());
+	atomic_init(&c->last_active, clock_now_s());
 	atomic_init(&c->state, CONN_NEW_CMD);
 	c->authed = w->srv->auth == NULL;
 	pthread_mutex_lock(&w->lock);
@@ -706,7 +707,7 @@ static bool grow_rbuf(struct conn *c)
 		return true; /* woken once the room is there */
 	}
 	if (c->budget_over)
-		c->over_since = cache_now();
+		c->over_since = clock_now_s();
 	p = realloc(c->rbuf, cap);
 	if (!p)
 		return false; /* the room taken goes back at the close */
@@ -756,7 +757,7 @@ static bool conn_read(struct conn *c)
 	if (n < 0)
 		return false;
 	if (n > 0 && c->budget_over)
-		c->over_since = cache_now();
+		c->over_since = clock_now_s();
 	c->rlen += (size_t)n;
 	c->read_full = (size_t)n == space;
 	return true;
@@ -794,7 +795,7 @@ static void update_events(struct conn *c)
 	if (!out)
 		c->stalled_since = 0;
 	else if (!c->stalled_since)
-		c->stalled_since = cache_now();
+		c->stalled_since = clock_now_s();
 	if (!want_read && c->budget_over)
 		/* It reads nothing until its client has read replies: the
 		 * overdraft goes to the next waiter meanwhile (it waits in
@@ -820,7 +821,7 @@ static bool conn_finish(struct conn *c)
 	}
 	c->lingering = true;
 	atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
-	c->linger_since = cache_now();
+	c->linger_since = clock_now_s();
 	c->rlen = 0;
 	c->transport->wait(c, true, false);
 	return true;

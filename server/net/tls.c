@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "config.h"
 
@@ -133,7 +133,7 @@ struct tls *tls_create(const struct config *cfg)
 		return NULL;
 	}
 	pthread_mutex_init(&t->lock, NULL);
-	atomic_store(&t->refreshed, cache_now());
+	atomic_store(&t->refreshed, clock_now_s());
 	return t;
 }
 
@@ -178,7 +178,7 @@ const char *tls_reload(struct tls *t, const struct config *cfg)
 	t->ctx = ctx;
 	pthread_mutex_unlock(&t->lock);
 	SSL_CTX_free(old);
-	atomic_store(&t->refreshed, cache_now());
+	atomic_store(&t->refreshed, clock_now_s());
 	log_info("TLS: certificate reloaded from %s", cfg->tls_cert);
 	return NULL;
 }

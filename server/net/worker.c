@@ -10,6 +10,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "conn.h"
 #include "server.h"
@@ -58,7 +59,7 @@ static void worker_check_done(struct worker *w)
 {
 	if (!w->stopping)
 		return;
-	if (w->nconns && cache_now() - w->stop_started >= SHUTDOWN_GRACE_S)
+	if (w->nconns && clock_now_s() - w->stop_started >= SHUTDOWN_GRACE_S)
 		while (w->conns)
 			conn_close(w->conns);
 	if (w->nconns == 0)
@@ -97,7 +98,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 		 * nothing more. */
 		worker_unlisten(w);
 		w->stopping = true;
-		w->stop_started = cache_now();
+		w->stop_started = clock_now_s();
 		for (struct conn *c = w->conns, *next; c; c = next) {
 			next = c->next;
 			conn_shutdown(c);
@@ -130,7 +131,7 @@ static struct event_base *worker_base(void)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	int64_t now = cache_now();
+	int64_t now = clock_now_s();
 
 	(void)fd;
 	(void)what;

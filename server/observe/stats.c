@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "conn.h"
 #include "tls.h"
 #include "proto/text.h"
@@ -26,7 +27,7 @@
 /* Seconds since the certificate was loaded; 0 if the clock went back. */
 static uint64_t refresh_age(struct tls *t)
 {
-	int64_t age = cache_now() - atomic_load(&t->refreshed);
+	int64_t age = clock_now_s() - atomic_load(&t->refreshed);
 
 	return age > 0 ? (uint64_t)age : 0;
 }
@@ -214,7 +215,7 @@ static void put_restore(const struct stats_sink *k, struct server *srv)
 void server_stats_each(struct server *srv, const struct stats_sink *k)
 {
 	uint64_t watchers, sent, skipped;
-	int64_t now = cache_now();
+	int64_t now = clock_now_s();
 	struct cache_stats cs;
 	struct stats_sum s;
 	struct rusage ru;

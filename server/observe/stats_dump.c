@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "common/clock.h"
 #include "conn.h"
 #include "server.h"
 #include "stats_internal.h"
@@ -103,7 +104,7 @@ static const char help_thread[] = "The worker thread that serves it (0-based)";
 void stats__conns(struct server *srv, const struct stats_query *q,
 		  const struct stats_sink *k)
 {
-	int64_t now = cache_now();
+	int64_t now = clock_now_s();
 	char addr[160];
 
 	for (int i = 0; i < srv->nlisten_fd; i++) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "common/clock.h"
 #include "conn.h"
 #include "protocol.h"
 #include "server.h"
@@ -214,7 +215,7 @@ void watch_evict(void *hub, const struct item *it)
 	struct watch_hub *h = hub;
 	uint32_t exp = atomic_load_explicit(&it->exptime, memory_order_relaxed);
 	uint32_t atime = atomic_load_explicit(&it->atime, memory_order_relaxed);
-	int64_t now = cache_now();
+	int64_t now = clock_now_s();
 	char line[3 * PROTO_KEY_MAX + 160];
 	size_t k = 0;
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cache_internal.h"
+#include "common/clock.h"
 
 struct siphash_key cache__hash_key;
 
@@ -32,10 +33,7 @@ int64_t cache__now_ns(void)
 
 int64_t cache_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return ts.tv_sec;
+	return clock_now_s();
 }
 
 int64_t cache_abs_exptime(int64_t exptime)
