@@ -33,16 +33,9 @@ SHARED = {'config.h'}
 # Includes across layers that the layering does not allow yet: (file,
 # header) -> what removes them.
 KNOWN = {
-    ('cmd.c', 'conn.h'): 'executors take a session, not a connection',
-    ('cmd_meta.c', 'conn.h'): 'executors take a session, not a connection',
     ('cmd.c', 'tls.h'): 'TLS reload through a hook the net layer sets',
-    ('cmd.c', 'protocol.h'): 'the reply operations declared in exec/',
-    ('cmd_meta.c', 'protocol.h'): 'the reply operations declared in exec/',
     ('cmd.c', 'server.h'): 'executors take a session with what they use',
     ('cmd_meta.c', 'server.h'): 'executors take a session with what they use',
-    ('proto_text.c', 'conn.h'): 'front ends write through an output interface',
-    ('proto_binary.c', 'conn.h'): 'front ends write through an output interface',
-    ('proto_mcbin.c', 'conn.h'): 'front ends write through an output interface',
     ('proto_text.c', 'server.h'): 'front ends read settings from the session',
     ('proto_binary.c', 'server.h'): 'front ends read settings from the session',
     ('proto_mcbin.c', 'server.h'): 'front ends read settings from the session',

@@ -10,21 +10,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+
 #include "auth.h"
 #include "cmd_meta.h"
 #include "common/log.h"
-#include "conn.h"
-#include "protocol.h"
+#include "session.h"
+#include "reply.h"
 #include "proto/text.h"
 #include "proto/text_auth.h"
 #include "server.h"
 #include "tls.h"
 
-#define REPLY(c) (&(c)->proto->reply)
+#define REPLY(c) ((c)->reply)
 
 /* A status, unless the client asked for no reply. */
-static void say(struct conn *c, const struct request *r, enum reply_status st,
-		const char *msg)
+static void say(struct session *c, const struct request *r,
+		enum reply_status st, const char *msg)
 {
 	if (!r->noreply)
 		REPLY(c)->status(c, r, st, msg);
@@ -44,10 +46,10 @@ static bool is_touch(enum req_cmd cmd)
  * is reclaimed at once (lazy expiry) and counted. Keys followed by one
  * over 250 bytes are fetched, touched and counted as memcached does before
  * it fails, but answered with the failure alone. */
-static void exec_get(struct conn *c, const struct request *r)
+static void exec_get(struct session *c, const struct request *r)
 {
-	struct cache *cache = c->w->srv->cache;
-	struct thread_stats *st = &c->w->stats;
+	struct cache *cache = c->srv->cache;
+	struct thread_stats *st = c->stats;
 	const struct reply_ops *ops = REPLY(c);
 	bool touch = is_touch(r->cmd);
 	bool answer = !r->bad_key_follows;
@@ -63,7 +65,7 @@ static void exec_get(struct conn *c, const struct request *r)
 		uint32_t nbytes = 0;
 
 		STAT_INC(st, cmd_get);
-		hotkeys_note(&c->w->hot, HOTKEYS_READ, key);
+		hotkeys_note(c->hot, HOTKEYS_READ, key);
 		if (touch)
 			STAT_INC(st, cmd_touch);
 		if (key.n) {
@@ -79,9 +81,9 @@ static void exec_get(struct conn *c, const struct request *r)
 			}
 			rhkv_rcu_read_unlock();
 		}
-		if (watch_wants(&c->w->srv->watch, PROTO_WATCH_FETCHERS))
+		if (watch_wants(&c->srv->watch, PROTO_WATCH_FETCHERS))
 			watch_fetch(c, key.p, key.n, it != NULL, nbytes);
-		server_detail(c->w->srv, key, DETAIL_GET, it != NULL);
+		server_detail(c->srv, key, DETAIL_GET, it != NULL);
 		if (it) {
 			STAT_INC(st, get_hits);
 			if (touch)
@@ -121,7 +123,7 @@ const char *cmd_store_word(enum cache_result res)
 	return words[res];
 }
 
-void cmd_watch_store(struct conn *c, struct cache_key key,
+void cmd_watch_store(struct session *c, struct cache_key key,
 		     enum cache_store_mode mode, const char *status,
 		     int64_t exptime, uint32_t nbytes)
 {
@@ -131,7 +133,7 @@ void cmd_watch_store(struct conn *c, struct cache_key key,
 		[CACHE_PREPEND] = "prepend", [CACHE_CAS] = "cas",
 	};
 
-	if (!watch_wants(&c->w->srv->watch, PROTO_WATCH_MUTATIONS))
+	if (!watch_wants(&c->srv->watch, PROTO_WATCH_MUTATIONS))
 		return;
 	watch_store(c, key.p, key.n, status, modes[mode],
 		    exptime ? exptime - cache_now() : 0, nbytes);
@@ -144,7 +146,7 @@ static const enum cache_store_mode store_modes[] = {
 };
 
 /* `watch mutations`: a classic storage command's outcome. */
-static void watch_stored(struct conn *c, const struct request *r,
+static void watch_stored(struct session *c, const struct request *r,
 			 const char *status)
 {
 	if (r->cmd > REQ_CAS || r->cmd < REQ_SET)
@@ -153,9 +155,9 @@ static void watch_stored(struct conn *c, const struct request *r,
 			cache_abs_exptime(r->exptime), r->nbytes);
 }
 
-static void exec_store(struct conn *c, const struct request *r)
+static void exec_store(struct session *c, const struct request *r)
 {
-	struct thread_stats *st = &c->w->stats;
+	struct thread_stats *st = c->stats;
 	const struct cache_write w = {
 		.mode = store_modes[r->cmd],
 		.key = r->key,
@@ -165,15 +167,15 @@ static void exec_store(struct conn *c, const struct request *r)
 		.nbytes = r->nbytes,
 		/* The classic append and prepend compare no cas. */
 		.cas_in = r->cmd == REQ_CAS ? r->cas : 0,
-		.nbytes_max = c->w->srv->cfg.max_item_size,
+		.nbytes_max = c->srv->cfg.max_item_size,
 		.landed = r->landed,
 	};
 	uint64_t cas = 0;
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
-	server_detail(c->w->srv, r->key, DETAIL_SET, false);
-	res = cache_write(c->w->srv->cache, c->w->id, &w, &cas);
+	server_detail(c->srv, r->key, DETAIL_SET, false);
+	res = cache_write(c->srv->cache, c->thread, &w, &cas);
 	watch_stored(c, r, cmd_store_word(res));
 	switch (res) {
 	case CACHE_STORED:
@@ -203,19 +205,19 @@ static void exec_store(struct conn *c, const struct request *r)
 
 /* A delete with a cas (memcached's binary protocol): the item's cas must
  * match. Checked before the delete, not atomically with it. */
-static bool delete_cas_differs(struct conn *c, const struct request *r)
+static bool delete_cas_differs(struct session *c, const struct request *r)
 {
 	struct item *it;
 	bool differs;
 
 	rhkv_rcu_read_lock();
-	it = cache_find(c->w->srv->cache, r->key, NULL);
+	it = cache_find(c->srv->cache, r->key, NULL);
 	differs = it && item_cas(it) != r->cas;
 	rhkv_rcu_read_unlock();
 	return differs;
 }
 
-static void exec_delete(struct conn *c, const struct request *r)
+static void exec_delete(struct session *c, const struct request *r)
 {
 	bool hit;
 
@@ -223,33 +225,33 @@ static void exec_delete(struct conn *c, const struct request *r)
 		say(c, r, REPLY_EXISTS, NULL);
 		return;
 	}
-	hit = cache_delete(c->w->srv->cache, r->key);
+	hit = cache_delete(c->srv->cache, r->key);
 
-	server_detail(c->w->srv, r->key, DETAIL_DEL, false);
+	server_detail(c->srv, r->key, DETAIL_DEL, false);
 	if (hit)
-		STAT_INC(&c->w->stats, delete_hits);
+		STAT_INC(c->stats, delete_hits);
 	else
-		STAT_INC(&c->w->stats, delete_misses);
+		STAT_INC(c->stats, delete_misses);
 	say(c, r, hit ? REPLY_DELETED : REPLY_NOT_FOUND, NULL);
 }
 
 /* incr/decr of a missing key with r->create: stores r->initial (as its
  * decimal digits) if nothing else has been stored meanwhile. */
-static enum cache_result incr_create(struct conn *c, const struct request *r,
+static enum cache_result incr_create(struct session *c, const struct request *r,
 				     uint64_t *value, uint64_t *cas)
 {
 	char num[24];
 	int n = snprintf(num, sizeof(num), "%" PRIu64, r->initial);
 
 	*value = r->initial;
-	return cache_store(c->w->srv->cache, c->w->id, CACHE_ADD, r->key, 0,
+	return cache_store(c->srv->cache, c->thread, CACHE_ADD, r->key, 0,
 			   cache_abs_exptime(r->exptime), num, (uint32_t)n, 0,
 			   cas);
 }
 
-static void exec_incr(struct conn *c, const struct request *r)
+static void exec_incr(struct session *c, const struct request *r)
 {
-	struct thread_stats *st = &c->w->stats;
+	struct thread_stats *st = c->stats;
 	bool incr = r->cmd == REQ_INCR;
 	uint64_t value = 0, cas = 0;
 	enum cache_result res = CACHE_NOT_FOUND;
@@ -257,7 +259,7 @@ static void exec_incr(struct conn *c, const struct request *r)
 
 	/* A create that loses a race with another store: incr again. */
 	for (int tries = 0; tries < 2 && !created; tries++) {
-		res = cache_incr(c->w->srv->cache, c->w->id, r->key, incr,
+		res = cache_incr(c->srv->cache, c->thread, r->key, incr,
 				 r->delta, r->cas, &value, &cas);
 		if (res != CACHE_NOT_FOUND || !r->create || r->cas)
 			break;
@@ -286,21 +288,21 @@ static void exec_incr(struct conn *c, const struct request *r)
 	}
 }
 
-static void exec_touch(struct conn *c, const struct request *r)
+static void exec_touch(struct session *c, const struct request *r)
 {
-	bool hit = cache_touch(c->w->srv->cache, r->key,
+	bool hit = cache_touch(c->srv->cache, r->key,
 			       cache_abs_exptime(r->exptime));
 
-	STAT_INC(&c->w->stats, cmd_touch);
+	STAT_INC(c->stats, cmd_touch);
 	if (hit)
-		STAT_INC(&c->w->stats, touch_hits);
+		STAT_INC(c->stats, touch_hits);
 	else
-		STAT_INC(&c->w->stats, touch_misses);
+		STAT_INC(c->stats, touch_misses);
 	say(c, r, hit ? REPLY_TOUCHED : REPLY_NOT_FOUND, NULL);
 }
 
 struct scan_ctx {
-	struct conn *c;
+	struct session *c;
 	const struct request *r;
 };
 
@@ -315,36 +317,36 @@ static void scan_key(const struct item *it, void *arg)
 	REPLY(sc->c)->key(sc->c, r, item_key(it), it->nkey);
 }
 
-static void exec_scan(struct conn *c, const struct request *r)
+static void exec_scan(struct session *c, const struct request *r)
 {
 	struct scan_ctx sc = { c, r };
 	uint64_t next;
 
-	next = cache_scan(c->w->srv->cache, r->cursor, r->count, scan_key, &sc);
+	next = cache_scan(c->srv->cache, r->cursor, r->count, scan_key, &sc);
 	REPLY(c)->keys_end(c, r, next);
 }
 
 /* Whether r's user name and password are the auth file's (auth.h: in
  * constant time); counted as memcached counts them. */
-static bool authenticate(struct conn *c, const struct request *r)
+static bool authenticate(struct session *c, const struct request *r)
 {
-	bool ok = auth_check(c->w->srv->auth, r->user.p, r->user.n, r->arg.p,
+	bool ok = auth_check(c->srv->auth, r->user.p, r->user.n, r->arg.p,
 			     r->arg.n);
 
-	STAT_INC(&c->w->stats, auth_cmds);
+	STAT_INC(c->stats, auth_cmds);
 	if (ok)
 		c->authed = true;
 	else
-		STAT_INC(&c->w->stats, auth_errors);
+		STAT_INC(c->stats, auth_errors);
 	return ok;
 }
 
 /* auth [<user>] <password>, SASL PLAIN, the msgpack AUTH. A failure
  * leaves an authenticated connection authenticated. */
-static void exec_auth(struct conn *c, const struct request *r)
+static void exec_auth(struct session *c, const struct request *r)
 {
-	if (!c->w->srv->auth) {
-		STAT_INC(&c->w->stats, auth_cmds);
+	if (!c->srv->auth) {
+		STAT_INC(c->stats, auth_cmds);
 		REPLY(c)->status(c, r, REPLY_NO_PASSWORD, NULL);
 	} else if (authenticate(c, r)) {
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
@@ -355,7 +357,7 @@ static void exec_auth(struct conn *c, const struct request *r)
 
 /* memcached's ASCII handshake (proto/text_auth.h): a set, answered as
  * one, that stores nothing. */
-static void exec_auth_set(struct conn *c, const struct request *r)
+static void exec_auth_set(struct session *c, const struct request *r)
 {
 	if (authenticate(c, r))
 		REPLY(c)->stored(c, r, 0);
@@ -365,15 +367,15 @@ static void exec_auth_set(struct conn *c, const struct request *r)
 }
 
 /* Auth mechanisms (SASL LIST_MECHS): the protocol names them. */
-static void exec_auth_mechs(struct conn *c, const struct request *r)
+static void exec_auth_mechs(struct session *c, const struct request *r)
 {
-	REPLY(c)->status(c, r, c->w->srv->auth ? REPLY_OK : REPLY_NO_PASSWORD,
+	REPLY(c)->status(c, r, c->srv->auth ? REPLY_OK : REPLY_NO_PASSWORD,
 			 NULL);
 }
 
-static void exec_stats(struct conn *c, const struct request *r)
+static void exec_stats(struct session *c, const struct request *r)
 {
-	struct server *srv = c->w->srv;
+	struct server *srv = c->srv;
 	const struct stats_query q = { r->arg.p, r->arg.n, r->args.p, r->args.n,
 				       c };
 	const struct stats_sink *sink;
@@ -405,7 +407,7 @@ static void exec_stats(struct conn *c, const struct request *r)
 }
 
 struct metadump_ctx {
-	struct conn *c;
+	struct session *c;
 	const struct request *r;
 };
 
@@ -450,17 +452,17 @@ static bool metadump_wants_items(struct cache_key a)
 }
 
 /* Table walk steps of a dump until the output reaches --output-limit. */
-void cmd_continue(struct conn *c)
+void cmd_continue(struct session *c)
 {
 	/* The request is gone by now: the dump replies need none. */
 	struct metadump_ctx m = { c, NULL };
-	size_t hwm = c->w->srv->cfg.output_hwm;
+	size_t hwm = c->srv->cfg.output_hwm;
 
 	if (!c->dumping)
 		return;
 	do
-		c->dump_cursor = cache_scan(c->w->srv->cache, c->dump_cursor,
-					    256, metadump_item, &m);
+		c->dump_cursor = cache_scan(c->srv->cache, c->dump_cursor, 256,
+					    metadump_item, &m);
 	while (c->dump_cursor && !c->broken &&
 	       evbuffer_get_length(c->out) < hwm);
 	if (!c->dump_cursor) {
@@ -478,19 +480,19 @@ void cmd_continue(struct conn *c)
  * dump's END. lru_crawler crawl: asks the expiry sweep for a pass now;
  * enable and disable start and pause it.
  */
-static void exec_lru_crawler(struct conn *c, const struct request *r)
+static void exec_lru_crawler(struct session *c, const struct request *r)
 {
 	if (is_word(r->arg, "crawl")) {
-		cache_crawl(c->w->srv->cache);
+		cache_crawl(c->srv->cache);
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
 	if (is_word(r->arg, "enable") || is_word(r->arg, "disable")) {
-		cache_sweep_enable(c->w->srv->cache, is_word(r->arg, "enable"));
+		cache_sweep_enable(c->srv->cache, is_word(r->arg, "enable"));
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
-	if (c->w->srv->cfg.disable_dumping) {
+	if (c->srv->cfg.disable_dumping) {
 		/* -X; REPLY_ERROR with a message prints the message alone. */
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR metadump not allowed");
@@ -512,9 +514,9 @@ static void exec_lru_crawler(struct conn *c, const struct request *r)
 }
 
 /* watch: the connection becomes a log stream (watch.h). */
-static void exec_watch(struct conn *c, const struct request *r)
+static void exec_watch(struct session *c, const struct request *r)
 {
-	if (c->w->srv->cfg.disable_watch) /* -W */
+	if (c->srv->cfg.disable_watch) /* -W */
 		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
 				 "watch commands not allowed");
 	else if (c->batch_ran)
@@ -527,30 +529,30 @@ static void exec_watch(struct conn *c, const struct request *r)
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 }
 
-static void exec_flush_all(struct conn *c, const struct request *r)
+static void exec_flush_all(struct session *c, const struct request *r)
 {
-	if (c->w->srv->cfg.disable_flush_all) {
+	if (c->srv->cfg.disable_flush_all) {
 		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_ALL_REFUSED);
 		return;
 	}
-	STAT_INC(&c->w->stats, cmd_flush);
-	cache_flush(c->w->srv->cache, r->delay);
+	STAT_INC(c->stats, cmd_flush);
+	cache_flush(c->srv->cache, r->delay);
 	say(c, r, REPLY_OK, NULL);
 }
 
 /* flush_prefix, and meta's mf (its "HD"): a tombstone, O(1) in the items;
  * refused with flush_all under -F. */
-static void exec_flush_prefix(struct conn *c, const struct request *r)
+static void exec_flush_prefix(struct session *c, const struct request *r)
 {
 	static const struct meta_result hd = { .code = META_HD };
 	enum cache_result res;
 
-	if (c->w->srv->cfg.disable_flush_all) {
+	if (c->srv->cfg.disable_flush_all) {
 		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_PREFIX_REFUSED);
 		return;
 	}
-	STAT_INC(&c->w->stats, cmd_flush_prefix);
-	res = cache_flush_prefix(c->w->srv->cache, r->key);
+	STAT_INC(c->stats, cmd_flush_prefix);
+	res = cache_flush_prefix(c->srv->cache, r->key);
 	if (res == CACHE_STORED && r->cmd == REQ_MFLUSH_PREFIX)
 		REPLY(c)->meta(c, r, &hd);
 	else if (res == CACHE_STORED)
@@ -562,12 +564,12 @@ static void exec_flush_prefix(struct conn *c, const struct request *r)
 		say(c, r, REPLY_SERVER_ERROR, "out of memory");
 }
 
-static void exec_version(struct conn *c, const struct request *r)
+static void exec_version(struct session *c, const struct request *r)
 {
 	REPLY(c)->version(c, r, RHKV_VERSION);
 }
 
-static void exec_verbosity(struct conn *c, const struct request *r)
+static void exec_verbosity(struct session *c, const struct request *r)
 {
 	log_set_level(config_log_level((int)r->verbosity));
 	say(c, r, REPLY_OK, NULL);
@@ -576,9 +578,9 @@ static void exec_verbosity(struct conn *c, const struct request *r)
 /* A limit above what the arena holds is capped there, and the reply says
  * so in memcached's words for a limit it cannot set (a client that asked
  * for more memory did not get it). */
-static void exec_memlimit(struct conn *c, const struct request *r)
+static void exec_memlimit(struct session *c, const struct request *r)
 {
-	struct cache *cache = c->w->srv->cache;
+	struct cache *cache = c->srv->cache;
 	uint64_t want = (uint64_t)r->memlimit << 20;
 	uint64_t set = cache_set_limit(cache, want);
 	struct cache_restore rs;
@@ -606,9 +608,9 @@ static void exec_memlimit(struct conn *c, const struct request *r)
  * handler on the main thread stops the server in order (main.c). Both
  * modes stop alike: rhkvd's stop is always the graceful one.
  */
-static void exec_shutdown(struct conn *c, const struct request *r)
+static void exec_shutdown(struct session *c, const struct request *r)
 {
-	if (!c->w->srv->cfg.enable_shutdown) {
+	if (!c->srv->cfg.enable_shutdown) {
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR: shutdown not enabled");
 		return;
@@ -626,10 +628,10 @@ static void exec_shutdown(struct conn *c, const struct request *r)
 
 /* refresh_certs, memcached's command: the TLS certificate and key are
  * read again for new connections (tls.h); a bad file keeps the old. */
-static void exec_refresh_certs(struct conn *c, const struct request *r)
+static void exec_refresh_certs(struct session *c, const struct request *r)
 {
 	static _Thread_local char msg[600];
-	struct server *srv = c->w->srv;
+	struct server *srv = c->srv;
 	const char *err;
 
 	if (!srv->tls) {
@@ -659,7 +661,7 @@ static bool slab_class_known(int32_t id)
  * reassign: as memcached answers when no class has a page to spare (SAME
  * and BADCLASS checked first, as it does).
  */
-static void exec_slabs(struct conn *c, const struct request *r)
+static void exec_slabs(struct session *c, const struct request *r)
 {
 	const char *msg = "NOSPARE source class has no spare pages";
 
@@ -676,20 +678,20 @@ static void exec_slabs(struct conn *c, const struct request *r)
 	say(c, r, REPLY_ERROR, msg);
 }
 
-static void exec_quit(struct conn *c, const struct request *r)
+static void exec_quit(struct session *c, const struct request *r)
 {
 	REPLY(c)->status(c, r, REPLY_BYE, NULL);
 	c->close_when_done = true;
 }
 
-static void exec_noop(struct conn *c, const struct request *r)
+static void exec_noop(struct session *c, const struct request *r)
 {
 	REPLY(c)->status(c, r, REPLY_OK, NULL);
 }
 
 /* Every command: how it runs, and which latency histogram it counts in. */
 static const struct {
-	void (*exec)(struct conn *c, const struct request *r);
+	void (*exec)(struct session *c, const struct request *r);
 	unsigned int latency;
 } commands[REQ_NCMDS] = {
 	[REQ_GET] = { exec_get, LAT_get },
@@ -734,11 +736,11 @@ static const struct {
 
 /* `stats hotkeys`: a one-key request's class. A get counts each of its
  * keys as a read, in exec_get. */
-static void note_hotkey(struct conn *c, const struct request *r)
+static void note_hotkey(struct session *c, const struct request *r)
 {
 	switch (r->cmd) {
 	case REQ_MGET:
-		hotkeys_note(&c->w->hot, HOTKEYS_READ, r->key);
+		hotkeys_note(c->hot, HOTKEYS_READ, r->key);
 		return;
 	case REQ_SET:
 	case REQ_ADD:
@@ -753,31 +755,31 @@ static void note_hotkey(struct conn *c, const struct request *r)
 	case REQ_MSET:
 	case REQ_MDELETE:
 	case REQ_MARITH:
-		hotkeys_note(&c->w->hot, HOTKEYS_WRITE, r->key);
+		hotkeys_note(c->hot, HOTKEYS_WRITE, r->key);
 		return;
 	default:
 		return;
 	}
 }
 
-void cmd_execute(struct conn *c, const struct request *r)
+void cmd_execute(struct session *c, const struct request *r)
 {
 	note_hotkey(c, r);
 	commands[r->cmd].exec(c, r);
 }
 
-void cmd_too_large(struct conn *c, const struct request *r)
+void cmd_too_large(struct session *c, const struct request *r)
 {
 	if (!c->authed) {
 		REPLY(c)->status(c, r, REPLY_AUTH_REQUIRED, NULL);
 		return;
 	}
-	STAT_INC(&c->w->stats, store_too_large);
+	STAT_INC(c->stats, store_too_large);
 	watch_stored(c, r, "too_large");
 	say(c, r, REPLY_TOO_LARGE, NULL);
 	/* memcached drops the old value on a too-large ms of any mode. */
 	if (r->cmd == REQ_SET || r->cmd == REQ_MSET)
-		cache_delete(c->w->srv->cache, r->key);
+		cache_delete(c->srv->cache, r->key);
 }
 
 unsigned int cmd_latency_class(const struct request *r)

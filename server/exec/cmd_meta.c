@@ -15,11 +15,11 @@
 #include <stdio.h>
 
 #include "cmd_meta.h"
-#include "conn.h"
-#include "protocol.h"
+#include "session.h"
+#include "reply.h"
 #include "server.h"
 
-#define REPLY(c) (&(c)->proto->reply)
+#define REPLY(c) ((c)->reply)
 
 /* Seconds left of a stored exptime (0: none, -1 answered). memcached
  * prints them as an unsigned 32-bit number: an item that a T in the same
@@ -50,7 +50,7 @@ static int64_t ttl_given(int64_t exptime, int64_t now)
  * expiry sweep's to take before this request has answered from it.
  * Returns the new item's write sequence (which tells it apart from any
  * later item of the key), 0 when another got in first. */
-static uint64_t vivify(struct conn *c, const struct request *r)
+static uint64_t vivify(struct session *c, const struct request *r)
 {
 	uint64_t seq = 0;
 	const struct cache_write w = {
@@ -63,14 +63,14 @@ static uint64_t vivify(struct conn *c, const struct request *r)
 		.seq_out = &seq,
 	};
 
-	if (cache_write(c->w->srv->cache, c->w->id, &w, NULL) != CACHE_STORED)
+	if (cache_write(c->srv->cache, c->thread, &w, NULL) != CACHE_STORED)
 		return 0;
 	return seq;
 }
 
 /* What a hit tells (mg), and the win: inside the read-side section. */
-static void mget_hit(struct conn *c, const struct request *r, struct item *it,
-		     bool created, struct meta_result *m)
+static void mget_hit(struct session *c, const struct request *r,
+		     struct item *it, bool created, struct meta_result *m)
 {
 	const struct req_meta *q = r->meta;
 	/* The clock only when an answer or a decision needs it. */
@@ -90,8 +90,7 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 				    ? q->vivify_ttl
 				    : q->ttl;
 
-		cache_item_set_exptime(c->w->srv->cache, it,
-				       cache_abs_exptime(e));
+		cache_item_set_exptime(c->srv->cache, it, cache_abs_exptime(e));
 		exp_now = atomic_load_explicit(&it->exptime,
 					       memory_order_relaxed);
 	}
@@ -138,10 +137,10 @@ static void mget_hit(struct conn *c, const struct request *r, struct item *it,
 		cache_item_visit(it);
 }
 
-void cmd_mget(struct conn *c, const struct request *r)
+void cmd_mget(struct session *c, const struct request *r)
 {
-	struct cache *cache = c->w->srv->cache;
-	struct thread_stats *st = &c->w->stats;
+	struct cache *cache = c->srv->cache;
+	struct thread_stats *st = c->stats;
 	struct meta_result m = { .code = META_EN };
 	uint64_t created_seq = 0;
 	bool expired = false;
@@ -163,9 +162,9 @@ void cmd_mget(struct conn *c, const struct request *r)
 	REPLY(c)->meta(c, r, &m);
 	rhkv_rcu_read_unlock();
 
-	if (watch_wants(&c->w->srv->watch, PROTO_WATCH_FETCHERS))
+	if (watch_wants(&c->srv->watch, PROTO_WATCH_FETCHERS))
 		watch_fetch(c, r->key.p, r->key.n, m.have_item, m.size);
-	server_detail(c->w->srv, r->key, DETAIL_GET, m.have_item);
+	server_detail(c->srv, r->key, DETAIL_GET, m.have_item);
 	if (r->meta->has_ttl) {
 		STAT_INC(st, cmd_touch);
 		m.have_item ? STAT_INC(st, touch_hits)
@@ -199,10 +198,10 @@ static enum cache_store_mode mset_mode(const struct req_meta *q)
 	}
 }
 
-void cmd_mset(struct conn *c, const struct request *r)
+void cmd_mset(struct session *c, const struct request *r)
 {
 	const struct req_meta *q = r->meta;
-	struct thread_stats *st = &c->w->stats;
+	struct thread_stats *st = c->stats;
 	enum cache_store_mode mode = mset_mode(q);
 	/* s: the stored value's length; the request's when nothing was. */
 	struct meta_result m = { .code = META_NS, .size = r->nbytes };
@@ -220,7 +219,7 @@ void cmd_mset(struct conn *c, const struct request *r)
 		.stale_if_older = q->invalidate && mode == CACHE_CAS,
 		.vivify = q->has_vivify,
 		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
-		.nbytes_max = c->w->srv->cfg.max_item_size,
+		.nbytes_max = c->srv->cfg.max_item_size,
 		.nbytes_out = &m.size,
 		/* A large value received straight into its item (conn.c) is
 		 * stored as it is, as the classic set stores it: no second
@@ -231,8 +230,8 @@ void cmd_mset(struct conn *c, const struct request *r)
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
-	server_detail(c->w->srv, r->key, DETAIL_SET, false);
-	res = cache_write(c->w->srv->cache, c->w->id, &w, &cas);
+	server_detail(c->srv, r->key, DETAIL_SET, false);
+	res = cache_write(c->srv->cache, c->thread, &w, &cas);
 	cmd_watch_store(c, r->key, mode, cmd_store_word(res), w.exptime,
 			r->nbytes);
 	switch (res) {
@@ -263,10 +262,10 @@ void cmd_mset(struct conn *c, const struct request *r)
 	REPLY(c)->meta(c, r, &m);
 }
 
-void cmd_mdelete(struct conn *c, const struct request *r)
+void cmd_mdelete(struct session *c, const struct request *r)
 {
 	const struct req_meta *q = r->meta;
-	struct cache *cache = c->w->srv->cache;
+	struct cache *cache = c->srv->cache;
 	uint64_t cas_in = q->has_cas ? r->cas : 0;
 	struct meta_result m = { .code = META_NF };
 	enum cache_result res;
@@ -285,28 +284,28 @@ void cmd_mdelete(struct conn *c, const struct request *r)
 			.stale = q->invalidate,
 		};
 
-		res = cache_empty_value(cache, c->w->id, r->key, &e, NULL);
+		res = cache_empty_value(cache, c->thread, r->key, &e, NULL);
 	} else if (q->invalidate)
-		res = cache_invalidate(cache, c->w->id, r->key, cas_in,
+		res = cache_invalidate(cache, c->thread, r->key, cas_in,
 				       q->has_ttl, cache_abs_exptime(q->ttl),
 				       q->has_new_cas ? q->new_cas : 0, NULL);
 	else
 		res = cache_delete_cas(cache, r->key, cas_in);
-	server_detail(c->w->srv, r->key, DETAIL_DEL, false);
+	server_detail(c->srv, r->key, DETAIL_DEL, false);
 	switch (res) {
 	case CACHE_STORED:
-		STAT_INC(&c->w->stats, delete_hits);
+		STAT_INC(c->stats, delete_hits);
 		m.code = META_HD;
 		break;
 	case CACHE_EXISTS:
-		STAT_INC(&c->w->stats, delete_misses);
+		STAT_INC(c->stats, delete_misses);
 		m.code = META_EX;
 		break;
 	case CACHE_NO_MEMORY:
 		REPLY(c)->status(c, r, REPLY_NO_MEMORY, "out of memory");
 		return;
 	default:
-		STAT_INC(&c->w->stats, delete_misses);
+		STAT_INC(c->stats, delete_misses);
 		break;
 	}
 	REPLY(c)->meta(c, r, &m);
@@ -314,7 +313,7 @@ void cmd_mdelete(struct conn *c, const struct request *r)
 
 /* ma N on a miss: stores the initial value; false when another store got
  * in first (the caller counts again). */
-static bool marith_create(struct conn *c, const struct request *r,
+static bool marith_create(struct session *c, const struct request *r,
 			  struct cache_incr_out *out)
 {
 	const struct req_meta *q = r->meta;
@@ -332,7 +331,7 @@ static bool marith_create(struct conn *c, const struct request *r,
 	};
 	enum cache_result res;
 
-	res = cache_write(c->w->srv->cache, c->w->id, &w, &out->cas);
+	res = cache_write(c->srv->cache, c->thread, &w, &out->cas);
 	out->value = r->initial;
 	out->exptime_before = 0;
 	/* stored form: 0 never, 1 already expired (N-1) */
@@ -342,10 +341,10 @@ static bool marith_create(struct conn *c, const struct request *r,
 	return res != CACHE_NOT_STORED;
 }
 
-void cmd_marith(struct conn *c, const struct request *r)
+void cmd_marith(struct session *c, const struct request *r)
 {
 	const struct req_meta *q = r->meta;
-	struct thread_stats *st = &c->w->stats;
+	struct thread_stats *st = c->stats;
 	bool incr = q->mode != 'D' && q->mode != '-';
 	struct cache_incr_out out = { 0 };
 	struct meta_result m = { .code = META_NF };
@@ -356,7 +355,7 @@ void cmd_marith(struct conn *c, const struct request *r)
 
 	/* A create that loses a race with another store: count again. */
 	for (int tries = 0; tries < 2 && !created; tries++) {
-		res = cache_incr_meta(c->w->srv->cache, c->w->id, r->key, incr,
+		res = cache_incr_meta(c->srv->cache, c->thread, r->key, incr,
 				      r->delta, q->has_cas ? r->cas : 0,
 				      q->has_ttl, cache_abs_exptime(q->ttl),
 				      q->has_new_cas ? q->new_cas : 0, &out);
@@ -402,15 +401,15 @@ void cmd_marith(struct conn *c, const struct request *r)
 }
 
 /* me: the item as memcached's debug line shows it; no access recorded. */
-void cmd_mdebug(struct conn *c, const struct request *r)
+void cmd_mdebug(struct session *c, const struct request *r)
 {
 	struct meta_result m = { .code = META_EN };
 	int64_t now = cache_now();
 	struct item *it;
 
-	STAT_INC(&c->w->stats, cmd_meta);
+	STAT_INC(c->stats, cmd_meta);
 	rhkv_rcu_read_lock();
-	it = cache_lookup(c->w->srv->cache, r->key, NULL);
+	it = cache_lookup(c->srv->cache, r->key, NULL);
 	if (it) {
 		uint8_t usage =
 			atomic_load_explicit(&it->usage, memory_order_relaxed);
@@ -436,7 +435,7 @@ void cmd_mdebug(struct conn *c, const struct request *r)
 	rhkv_rcu_read_unlock();
 }
 
-void cmd_mnoop(struct conn *c, const struct request *r)
+void cmd_mnoop(struct session *c, const struct request *r)
 {
 	const struct meta_result m = { .code = META_HD };
 

@@ -8,20 +8,20 @@
 
 #include "request.h"
 
-struct conn;
+struct session;
 
-void cmd_mget(struct conn *c, const struct request *r);
-void cmd_mset(struct conn *c, const struct request *r);
-void cmd_mdelete(struct conn *c, const struct request *r);
-void cmd_marith(struct conn *c, const struct request *r);
-void cmd_mdebug(struct conn *c, const struct request *r);
-void cmd_mnoop(struct conn *c, const struct request *r);
+void cmd_mget(struct session *c, const struct request *r);
+void cmd_mset(struct session *c, const struct request *r);
+void cmd_mdelete(struct session *c, const struct request *r);
+void cmd_marith(struct session *c, const struct request *r);
+void cmd_mdebug(struct session *c, const struct request *r);
+void cmd_mnoop(struct session *c, const struct request *r);
 
 /* `watch mutations` for a store of either kind (cmd.c): mode, the status
  * word (cmd_store_word of its result, or "too_large"), the absolute
  * exptime and the value's length. */
 const char *cmd_store_word(enum cache_result res);
-void cmd_watch_store(struct conn *c, struct cache_key key,
+void cmd_watch_store(struct session *c, struct cache_key key,
 		     enum cache_store_mode mode, const char *status,
 		     int64_t exptime, uint32_t nbytes);
 

@@ -227,7 +227,7 @@ static inline void req_stats_split(struct request *r)
 	r->arg.n = (size_t)(sp - r->arg.p);
 }
 
-struct conn;
+struct session;
 
 /* memcached's reply to flush_all under -F (--disable-flush-all), and
  * rhkvd's to a prefix flush then. */
@@ -235,16 +235,16 @@ struct conn;
 #define CMD_FLUSH_PREFIX_REFUSED "flush_prefix not allowed"
 
 /* Runs a decoded request: the cache call, its statistics and its reply. */
-void cmd_execute(struct conn *c, const struct request *r);
+void cmd_execute(struct session *c, const struct request *r);
 
 /* A storage request whose value is over the limit: refuses it and, for a
  * set by an authenticated client, drops the old value (memcached does, so
  * that a failed set never leaves a stale value behind). */
-void cmd_too_large(struct conn *c, const struct request *r);
+void cmd_too_large(struct session *c, const struct request *r);
 
 /* Goes on with a dump in progress (c->dumping) until the output reaches
  * --output-limit or the dump ends (then c->dumping is false). */
-void cmd_continue(struct conn *c);
+void cmd_continue(struct session *c);
 
 /* Which latency histogram (latency.h) a request's time goes to. */
 unsigned int cmd_latency_class(const struct request *r);

@@ -83,7 +83,7 @@ static void account(struct conn *c, size_t now)
 
 static size_t buffer_bytes(const struct conn *c)
 {
-	return c->rcap + (c->out ? evbuffer_get_length(c->out) : 0);
+	return c->rcap + (c->s.out ? evbuffer_get_length(c->s.out) : 0);
 }
 
 /* Whether connection buffers, all together, are past --conn-memory. */
@@ -153,11 +153,11 @@ static void conn_touch(struct conn *c)
 /* For `stats conns`: what the connection now waits for. */
 static void publish_state(struct conn *c)
 {
-	uint8_t st = c->close_when_done || c->peer_eof ? CONN_CLOSING
-		     : c->watch			       ? CONN_WATCH
-		     : c->swallow		       ? CONN_SWALLOW
-		     : evbuffer_get_length(c->out)     ? CONN_MWRITE
-		     : landing(c) || (c->rlen && c->text_value_pending)
+	uint8_t st = c->s.close_when_done || c->peer_eof ? CONN_CLOSING
+		     : c->watch				 ? CONN_WATCH
+		     : c->swallow			 ? CONN_SWALLOW
+		     : evbuffer_get_length(c->s.out)	 ? CONN_MWRITE
+		     : landing(c) || (c->rlen && c->s.text_value_pending)
 			     ? CONN_NREAD
 		     : c->rlen ? CONN_READ
 			       : CONN_NEW_CMD;
@@ -181,10 +181,15 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->transport = t;
 	c->rcap = RBUF_INITIAL;
 	c->rbuf = malloc(c->rcap);
-	c->out = evbuffer_new();
+	c->s.srv = w->srv;
+	c->s.thread = w->id;
+	c->s.stats = &w->stats;
+	c->s.hot = &w->hot;
+	c->s.fd = fd;
+	c->s.out = evbuffer_new();
 	atomic_init(&c->last_active, clock_now_s());
 	atomic_init(&c->state, CONN_NEW_CMD);
-	c->authed = w->srv->auth == NULL;
+	c->s.authed = w->srv->auth == NULL;
 	pthread_mutex_lock(&w->lock);
 	c->next = w->conns;
 	if (c->next)
@@ -192,7 +197,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	w->conns = c;
 	pthread_mutex_unlock(&w->lock);
 	w->nconns++;
-	if (!c->rbuf || !c->out || t->open(c)) {
+	if (!c->rbuf || !c->s.out || t->open(c)) {
 		conn_close(c);
 		return NULL;
 	}
@@ -218,11 +223,11 @@ void conn_close(struct conn *c)
 	pthread_mutex_unlock(&w->lock);
 	w->nconns--;
 	c->transport->close(c);
-	if (c->out)
-		evbuffer_free(c->out); /* drops references to large items */
+	if (c->s.out)
+		evbuffer_free(c->s.out); /* drops references to large items */
 	free(c->rbuf);
 	if (c->proto && c->proto->close)
-		c->proto->close(c);
+		c->proto->close(&c->s);
 	if (landing(c))
 		cache_landing_free(w->srv->cache, w->id, c->land->it);
 	free(c->land);
@@ -234,63 +239,29 @@ void conn_close(struct conn *c)
 bool conn_restart(struct conn *c)
 {
 	if (c->rlen || c->swallow || landing(c) || c->land_next ||
-	    c->close_when_done || c->broken || c->peer_eof || c->watch ||
-	    c->dumping || c->budget_wait || c->budget_over ||
-	    evbuffer_get_length(c->out))
+	    c->s.close_when_done || c->s.broken || c->peer_eof || c->watch ||
+	    c->s.dumping || c->budget_wait || c->budget_over ||
+	    evbuffer_get_length(c->s.out))
 		return false;
 	if (c->proto && c->proto->close)
-		c->proto->close(c);
+		c->proto->close(&c->s);
 	c->proto = NULL;
-	c->pstate = NULL;
-	c->authed = c->w->srv->auth == NULL;
-	c->batch_ran = 0;
-	c->text_no_newline = 0;
-	c->text_value_pending = false;
+	c->s.reply = NULL;
+	c->s.pstate = NULL;
+	c->s.authed = c->w->srv->auth == NULL;
+	c->s.batch_ran = 0;
+	c->s.text_no_newline = 0;
+	c->s.text_value_pending = false;
 	return true;
 }
 
 /* ---- output ---- */
 
-void conn_add(struct conn *c, const void *p, size_t n)
-{
-	if (!c->broken && evbuffer_add(c->out, p, n))
-		c->broken = true;
-}
-
-/* Segment items are copied: only large items can be referenced. */
-_Static_assert(REPLY_COPY_MAX >= ITEM_SEG_VALUE_MAX,
-	       "a segment item's value would be sent by reference");
-
-static void unpin_item(const void *data, size_t len, void *arg)
-{
-	(void)data;
-	(void)len;
-	item_put(arg);
-}
-
-bool conn_add_item_bytes(struct conn *c, struct item *it, const char *p,
-			 size_t n)
-{
-	if (c->broken)
-		return false;
-	if (n > REPLY_COPY_MAX) {
-		item_get(it); /* dropped when the bytes have left the buffer */
-		if (!evbuffer_add_reference(c->out, p, n, unpin_item, it))
-			return true;
-		item_put(it); /* not queued: the cleanup will never run */
-	}
-	if (!evbuffer_add(c->out, p, n))
-		return true;
-	log_warn("closing connection %d: out of memory for a reply", c->fd);
-	c->broken = true;
-	return false;
-}
-
 /* Bytes of replies not yet written, staged ones included. */
 static size_t pending(const struct conn *c)
 {
-	return evbuffer_get_length(c->out) +
-	       (c->proto && c->proto->staged ? c->proto->staged(c) : 0);
+	return evbuffer_get_length(c->s.out) +
+	       (c->proto && c->proto->staged ? c->proto->staged(&c->s) : 0);
 }
 
 /* ---- the batch loop ---- */
@@ -334,32 +305,32 @@ static void dispatch(struct conn *c, enum decode_status st,
 
 	switch (st) {
 	case DECODE_OK:
-		if (!c->authed && !allowed_before_auth(r)) {
-			ops->status(c, r, REPLY_AUTH_REQUIRED, NULL);
+		if (!c->s.authed && !allowed_before_auth(r)) {
+			ops->status(&c->s, r, REPLY_AUTH_REQUIRED, NULL);
 			return;
 		}
-		c->reply_start = evbuffer_get_length(c->out);
-		cmd_execute(c, r);
+		c->s.reply_start = evbuffer_get_length(c->s.out);
+		cmd_execute(&c->s, r);
 		t1 = latency_now_ns();
 		latency_record(&c->w->lat[cmd_latency_class(r)], t1 - *t0);
 		*t0 = t1;
-		c->batch_ran = flushes_pipeline(r) ? 0 : c->batch_ran + 1;
+		c->s.batch_ran = flushes_pipeline(r) ? 0 : c->s.batch_ran + 1;
 		return;
 	case DECODE_REJECT:
 		if (!r->noreply)
-			ops->status(c, r, r->status, r->message);
+			ops->status(&c->s, r, r->status, r->message);
 		c->swallow = r->swallow;
-		c->batch_ran++;
+		c->s.batch_ran++;
 		return;
 	case DECODE_TOO_LARGE:
-		cmd_too_large(c, r);
+		cmd_too_large(&c->s, r);
 		c->swallow = r->swallow;
-		c->batch_ran++;
+		c->s.batch_ran++;
 		return;
 	case DECODE_CLOSE:
 		if (r->status != REPLY_NONE)
-			ops->status(c, r, r->status, r->message);
-		c->close_when_done = true;
+			ops->status(&c->s, r, r->status, r->message);
+		c->s.close_when_done = true;
 		return;
 	case DECODE_NEED_MORE:
 	case DECODE_NEED_VALUE: /* the batch loop stops before it */
@@ -386,9 +357,9 @@ static size_t run_batch(struct conn *c)
 	uint64_t t0 = latency_now_ns();
 	size_t off = 0;
 
-	c->batch_ran = 0;
-	while (off < c->rlen && !c->close_when_done && !c->broken &&
-	       !c->watch && !c->dumping && !held(c, hwm)) {
+	c->s.batch_ran = 0;
+	while (off < c->rlen && !c->s.close_when_done && !c->s.broken &&
+	       !c->watch && !c->s.dumping && !held(c, hwm)) {
 		const char *buf = c->rbuf + off;
 		size_t n = c->rlen - off;
 		struct request *r = &req[cur], *next = &req[cur ^ 1];
@@ -402,7 +373,7 @@ static size_t run_batch(struct conn *c)
 			continue;
 		}
 		if (!ahead)
-			st[cur] = p->decode(c, buf, n, cur, r);
+			st[cur] = p->decode(&c->s, buf, n, cur, r);
 		else if (st[cur] == DECODE_OK && r->key.n)
 			/* Its bucket has arrived while the last one ran: the
 			 * item now, while the next request is decoded. */
@@ -423,7 +394,7 @@ static size_t run_batch(struct conn *c)
 		 */
 		if (st[cur] == DECODE_OK && r->cmd != REQ_AUTH &&
 		    r->cmd != REQ_AUTH_SET && r->len < n) {
-			st[cur ^ 1] = p->decode(c, buf + r->len, n - r->len,
+			st[cur ^ 1] = p->decode(&c->s, buf + r->len, n - r->len,
 						cur ^ 1, next);
 			ahead = true;
 			if (st[cur ^ 1] == DECODE_OK && next->key.n)
@@ -431,16 +402,16 @@ static size_t run_batch(struct conn *c)
 		}
 		dispatch(c, st[cur], r, &t0);
 		if (c->transport->write_per_request && !conn_write(c))
-			c->broken = true;
+			c->s.broken = true;
 		off += r->len;
 		cur ^= 1;
 	}
 	/* Stopped by backpressure with requests left: a yield. */
-	if (off < c->rlen && !c->close_when_done && !c->broken &&
+	if (off < c->rlen && !c->s.close_when_done && !c->s.broken &&
 	    pending(c) >= hwm)
 		STAT_INC(&c->w->stats, conn_yields);
 	if (p->flush)
-		p->flush(c);
+		p->flush(&c->s);
 	return off;
 }
 
@@ -461,7 +432,8 @@ static bool choose_protocol(struct conn *c)
 		c->proto = &protocol_text;
 	if (only == CONFIG_PROTO_BINARY && c->proto == &protocol_text)
 		return false;
-	return !c->proto->open || c->proto->open(c) == 0;
+	c->s.reply = &c->proto->reply;
+	return !c->proto->open || c->proto->open(&c->s) == 0;
 }
 
 /* ---- large values: landing (see struct landing) ---- */
@@ -487,11 +459,12 @@ static void land_start(struct conn *c)
 	size_t have, n;
 
 	if (!l && !(l = c->land = calloc(1, sizeof(*l)))) {
-		c->broken = true;
+		c->s.broken = true;
 		return;
 	}
 	r = &l->req;
-	if (c->proto->decode(c, c->rbuf, c->rlen, 0, r) != DECODE_NEED_VALUE)
+	if (c->proto->decode(&c->s, c->rbuf, c->rlen, 0, r) !=
+	    DECODE_NEED_VALUE)
 		return; /* the same bytes decode alike: cannot happen */
 	l->hdr = (size_t)(r->value - c->rbuf);
 	l->tail = (uint32_t)(r->len - l->hdr - r->nbytes);
@@ -501,7 +474,7 @@ static void land_start(struct conn *c)
 		 * would be, and the value discarded as it arrives. */
 		STAT_INC(&c->w->stats, store_no_memory);
 		if (!r->noreply)
-			c->proto->reply.status(c, r, REPLY_NO_MEMORY,
+			c->proto->reply.status(&c->s, r, REPLY_NO_MEMORY,
 					       "out of memory storing object");
 		memmove(c->rbuf, c->rbuf + l->hdr, c->rlen - l->hdr);
 		c->rlen -= l->hdr;
@@ -537,7 +510,7 @@ static bool land_finish(struct conn *c)
 		 * that arrived whole would be. */
 		cache_landing_free(c->w->srv->cache, c->w->id, l->it);
 		if (!r.noreply)
-			c->proto->reply.status(c, &r, r.status, r.message);
+			c->proto->reply.status(&c->s, &r, r.status, r.message);
 		land_consume(c);
 		return true;
 	}
@@ -601,7 +574,8 @@ static bool first_request_whole(struct conn *c)
 		return true;
 	/* Decoding again is how land_start works too: slot 0 is free once
 	 * the batch has ended. */
-	return c->proto->decode(c, c->rbuf, c->rlen, 0, &r) != DECODE_NEED_MORE;
+	return c->proto->decode(&c->s, c->rbuf, c->rlen, 0, &r) !=
+	       DECODE_NEED_MORE;
 }
 
 /* Executes every complete request in rbuf and keeps the rest. */
@@ -611,15 +585,15 @@ static void process(struct conn *c)
 
 	if (c->watch)
 		c->rlen = 0; /* a watcher's input is ignored */
-	if (c->dumping) {
-		cmd_continue(c);
-		if (c->dumping)
+	if (c->s.dumping) {
+		cmd_continue(&c->s);
+		if (c->s.dumping)
 			return; /* the next requests wait for its END */
 	}
 	if (!c->rlen)
 		return;
 	if (!c->proto && !choose_protocol(c)) {
-		c->broken = true;
+		c->s.broken = true;
 		return;
 	}
 	if (landing(c) && !land_finish(c))
@@ -636,7 +610,7 @@ static void process(struct conn *c)
 		conn_budget_release(&c->w->srv->budget, c);
 	if (c->land_next) {
 		c->land_next = false;
-		if (!c->broken && !c->close_when_done)
+		if (!c->s.broken && !c->s.close_when_done)
 			land_start(c);
 	}
 }
@@ -654,7 +628,7 @@ static size_t rbuf_limit(const struct conn *c)
 {
 	const struct config *cfg = &c->w->srv->cfg;
 
-	if (!c->authed)
+	if (!c->s.authed)
 		return RBUF_INITIAL;
 	return text_get_line_max(cfg) + 1 + (size_t)cfg->max_item_size + 2;
 }
@@ -694,9 +668,10 @@ static bool grow_rbuf(struct conn *c)
 		log_info("closing connection %d: a request larger than "
 			 "--conn-memory",
 			 c->fd);
-		conn_add(c, "SERVER_ERROR out of memory reading request\r\n",
-			 44);
-		c->close_when_done = true;
+		session_add(&c->s,
+			    "SERVER_ERROR out of memory reading request\r\n",
+			    44);
+		c->s.close_when_done = true;
 		c->rlen = 0;
 		return true;
 	}
@@ -745,7 +720,7 @@ static bool conn_read(struct conn *c)
 	} else if (c->rlen == c->rcap) {
 		if (!grow_rbuf(c))
 			return false;
-		if (c->close_when_done || c->budget_wait)
+		if (c->s.close_when_done || c->budget_wait)
 			return true; /* refused, or waiting for room */
 	} else if (c->budget_wait) {
 		/* Requests ran while it waited and made room: the room it
@@ -768,9 +743,9 @@ static bool conn_write(struct conn *c)
 {
 	ssize_t n;
 
-	if (!evbuffer_get_length(c->out))
+	if (!evbuffer_get_length(c->s.out))
 		return true;
-	n = c->transport->write(c, c->out);
+	n = c->transport->write(c, c->s.out);
 	if (n == TRANSPORT_ERROR)
 		return false;
 	if (n > 0) {
@@ -784,11 +759,11 @@ static bool conn_write(struct conn *c)
 /* Tells the transport what the connection now waits for. */
 static void update_events(struct conn *c)
 {
-	size_t out = evbuffer_get_length(c->out);
+	size_t out = evbuffer_get_length(c->s.out);
 	/* Past --conn-memory, connections with replies pending (past the
 	 * floor, as held()) wait for them to drain before they read more;
 	 * one waiting for room to read reads nothing until its wake. */
-	bool want_read = !c->close_when_done && !c->peer_eof &&
+	bool want_read = !c->s.close_when_done && !c->peer_eof &&
 			 !c->budget_wait && out < c->w->srv->cfg.output_hwm &&
 			 !(out > OUTPUT_FLOOR && conn_memory_full(c));
 
@@ -859,21 +834,21 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 	 */
 	for (;;) {
 		size_t before = c->rlen, unsent;
-		bool dumped = c->dumping, wrote;
+		bool dumped = c->s.dumping, wrote;
 
 		process(c);
-		unsent = evbuffer_get_length(c->out);
-		if (c->broken || !conn_write(c)) {
+		unsent = evbuffer_get_length(c->s.out);
+		if (c->s.broken || !conn_write(c)) {
 			conn_close(c);
 			return false;
 		}
-		wrote = evbuffer_get_length(c->out) < unsent;
+		wrote = evbuffer_get_length(c->s.out) < unsent;
 		/* The last read filled its space: read on now rather than at
 		 * the next wakeup (a value bigger than the buffer, a deep
 		 * pipeline), unless backpressure holds the input. */
 		if (c->read_full && reads < READS_PER_WAKEUP &&
-		    !c->close_when_done && !c->peer_eof && !c->watch &&
-		    evbuffer_get_length(c->out) < c->w->srv->cfg.output_hwm) {
+		    !c->s.close_when_done && !c->peer_eof && !c->watch &&
+		    evbuffer_get_length(c->s.out) < c->w->srv->cfg.output_hwm) {
 			reads++;
 			if (!conn_read(c)) {
 				conn_close(c);
@@ -885,17 +860,19 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 		 * the requests that waited for it run. Requests held for the
 		 * output (held()) run once a write has made room: no event
 		 * may come for them otherwise. */
-		if (c->close_when_done ||
-		    evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm ||
+		if (c->s.close_when_done ||
+		    evbuffer_get_length(c->s.out) >=
+			    c->w->srv->cfg.output_hwm ||
 		    (!dumped && (!c->rlen || (c->rlen == before && !wrote))))
 			break;
 	}
 	/* Closing waits for the output to drain; after the peer's EOF, what
 	 * is left in the input is an incomplete request (or none). */
-	if ((c->close_when_done || c->peer_eof) && !evbuffer_get_length(c->out))
+	if ((c->s.close_when_done || c->peer_eof) &&
+	    !evbuffer_get_length(c->s.out))
 		return conn_finish(c);
 	if (c->budget_wait &&
-	    (c->rlen < c->rcap || c->close_when_done || c->peer_eof))
+	    (c->rlen < c->rcap || c->s.close_when_done || c->peer_eof))
 		budget_cancel(c); /* room made by its own requests, or done */
 	account(c, buffer_bytes(c));
 	update_events(c);
@@ -916,9 +893,9 @@ void conn_shutdown(struct conn *c)
 {
 	if (c->lingering)
 		return;
-	c->close_when_done = true;
+	c->s.close_when_done = true;
 	budget_cancel(c);
-	if (!evbuffer_get_length(c->out)) {
+	if (!evbuffer_get_length(c->s.out)) {
 		conn_finish(c);
 		return;
 	}
@@ -964,10 +941,11 @@ static void overdraft_stalled(struct conn *c)
 	log_info("closing connection %d: a request stalled past "
 		 "--conn-memory",
 		 c->fd);
-	conn_add(c, "SERVER_ERROR out of memory reading request\r\n", 44);
+	session_add(&c->s, "SERVER_ERROR out of memory reading request\r\n",
+		    44);
 	c->rlen = 0;
 	c->swallow = 0;
-	c->text_no_newline = 0;
+	c->s.text_no_newline = 0;
 	shrink_rbuf(c);
 	conn_shutdown(c);
 }

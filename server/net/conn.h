@@ -11,8 +11,11 @@
 #include <event2/buffer.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include "session.h"
 
 struct landing;
 struct protocol;
@@ -21,29 +24,27 @@ struct transport;
 struct worker;
 
 struct conn {
+	/* What the protocol and the executor see (session.h): its output,
+	 * its authentication, its protocol's state. */
+	struct session s;
 	struct worker *w;
 	int fd; /* for messages; -1 when the transport has none */
 	const struct transport *transport;
 	void *tstate; /* the transport's */
 	char *rbuf;
 	size_t rlen, rcap;
-	struct evbuffer *out;
 	const struct protocol *proto; /* NULL until the first byte */
-	void *pstate;		      /* the protocol's */
 	uint64_t swallow; /* bytes of a too-large value to discard */
 	/* A large value being received straight into its item (conn.c),
 	 * allocated on first use; land_next: the request at the start of
 	 * the input is one (its decoder said DECODE_NEED_VALUE). */
 	struct landing *land;
 	bool land_next;
-	bool close_when_done;  /* quit, line too long, shutdown */
-	bool broken;	       /* output lost: close without a reply */
 	bool read_wants_write; /* the transport's read waits to write */
 	bool read_full;	       /* the last read filled the space it had */
 	bool lingering;	       /* replies all sent, waiting for EOF */
 	int64_t linger_since;  /* seconds */
 	bool peer_eof;	       /* read 0: answer what is here, close */
-	bool authed;	       /* no password set, or auth succeeded */
 	/* Seconds: last request or write. Written by the owning thread only
 	 * (relaxed, see conn_touch), read by `stats conns` from any. */
 	_Atomic int64_t last_active;
@@ -68,27 +69,18 @@ struct conn {
 	/* Seconds: when the overdraft's holder last received a byte or took
 	 * room (conn_tick passes the overdraft on when it stops). */
 	int64_t over_since;
-	size_t reply_start;	  /* output bytes before the running request */
-	uint32_t text_no_newline; /* the text decoder's hint (proto_text.c) */
-	/* The text decoder's too: the request at the start of the input is
-	 * a storage command whose line is here and whose value is not yet
-	 * (`stats conns` says conn_nread). */
-	bool text_value_pending;
 	struct watcher *watch; /* `watch`: a log stream now (watch.h) */
-	/* Requests run in this pass of the batch loop whose replies would
-	 * still be in memcached's pipeline: a get or an mn sends them there,
-	 * so they start the count again. metadump and watch refuse to follow
-	 * any (cmd.c), as memcached's do. */
-	uint32_t batch_ran;
-	/* lru_crawler metadump in progress: written a batch at a time while
-	 * the output is below --output-limit (cmd_continue). */
-	bool dumping;
-	uint64_t dump_cursor;
 	/* The worker's list: linked and unlinked under the worker's lock, so
 	 * that `stats conns` on another thread may walk it under that lock
 	 * (the owning thread walks it without). */
 	struct conn *prev, *next;
 };
+
+/* The connection that holds session s. */
+static inline struct conn *conn_of_session(struct session *s)
+{
+	return (struct conn *)((char *)s - offsetof(struct conn, s));
+}
 
 /* What `stats conns` shows as <fd>:state (memcached's names). */
 enum conn_state {

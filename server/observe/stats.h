@@ -107,6 +107,7 @@ static inline void stat_add(_Atomic unsigned long *s, unsigned long v)
 		 1)
 
 struct conn;
+struct session;
 struct server;
 struct evbuffer;
 
@@ -155,7 +156,7 @@ struct stats_query {
 	size_t n;
 	const char *args; /* what follows the group ("1 0"), nargs bytes */
 	size_t nargs;
-	const struct conn *self; /* the asking connection, or NULL */
+	const struct session *self; /* the asking session, or NULL */
 };
 
 /*

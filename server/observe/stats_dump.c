@@ -139,8 +139,8 @@ void stats__conns(struct server *srv, const struct stats_query *q,
 				put_conn_text(k, c->fd, "listen_addr",
 					      help_listen, addr);
 			put_conn_text(k, c->fd, "state", help_state,
-				      c == q->self ? "conn_parse_cmd"
-						   : conn_state_name[st]);
+				      &c->s == q->self ? "conn_parse_cmd"
+						       : conn_state_name[st]);
 			put_conn_u(k, c->fd, "secs_since_last_cmd", help_idle,
 				   now > last ? (uint64_t)(now - last) : 0);
 			put_conn_u(k, c->fd, "thread", help_thread, w);

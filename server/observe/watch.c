@@ -69,26 +69,27 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (evbuffer_get_length(c->out) >= c->w->srv->cfg.output_hwm)
+	if (evbuffer_get_length(c->s.out) >= c->w->srv->cfg.output_hwm)
 		return; /* a slow reader: lines are dropped, not queued */
 	pthread_mutex_lock(&h->lock);
 	if (w->skipped) {
 		int n = snprintf(note, sizeof(note), "skipped=%" PRIu64 "\n",
 				 w->skipped);
 
-		conn_add(c, note, (size_t)n);
+		session_add(&c->s, note, (size_t)n);
 		w->skipped = 0;
 	}
 	if (w->len)
-		conn_add(c, w->buf, w->len);
+		session_add(&c->s, w->buf, w->len);
 	w->len = 0;
 	pthread_mutex_unlock(&h->lock);
-	if (evbuffer_get_length(c->out))
+	if (evbuffer_get_length(c->s.out))
 		conn_ready(c, false, true);
 }
 
-bool watch_start(struct conn *c, unsigned int kinds)
+bool watch_start(struct session *s, unsigned int kinds)
 {
+	struct conn *c = conn_of_session(s);
 	struct watch_hub *h = &c->w->srv->watch;
 	struct watcher *w = calloc(1, sizeof(*w));
 	int slot = -1;
@@ -180,7 +181,7 @@ static size_t put_key(char *dst, const char *key, size_t n)
 				     n < PROTO_KEY_MAX ? n : PROTO_KEY_MAX);
 }
 
-void watch_fetch(struct conn *c, const char *key, size_t n, bool found,
+void watch_fetch(struct session *c, const char *key, size_t n, bool found,
 		 uint32_t nbytes)
 {
 	char line[3 * PROTO_KEY_MAX + 160];
@@ -192,11 +193,12 @@ void watch_fetch(struct conn *c, const char *key, size_t n, bool found,
 			      " status=%s clsid=%d cfd=%d size=%" PRIu32 "\n",
 			      found ? "found" : "not_found", found ? 1 : 0,
 			      c->fd, found ? nbytes : 0);
-	emit(&c->w->srv->watch, PROTO_WATCH_FETCHERS, line, k);
+	emit(&c->srv->watch, PROTO_WATCH_FETCHERS, line, k);
 }
 
-void watch_store(struct conn *c, const char *key, size_t n, const char *status,
-		 const char *cmd, int64_t ttl, uint32_t nbytes)
+void watch_store(struct session *c, const char *key, size_t n,
+		 const char *status, const char *cmd, int64_t ttl,
+		 uint32_t nbytes)
 {
 	char line[3 * PROTO_KEY_MAX + 200];
 	size_t k = 0;
@@ -207,7 +209,7 @@ void watch_store(struct conn *c, const char *key, size_t n, const char *status,
 			      " status=%s cmd=%s ttl=%" PRId64
 			      " clsid=1 cfd=%d size=%" PRIu32 "\n",
 			      status, cmd, ttl, c->fd, nbytes);
-	emit(&c->w->srv->watch, PROTO_WATCH_MUTATIONS, line, k);
+	emit(&c->srv->watch, PROTO_WATCH_MUTATIONS, line, k);
 }
 
 void watch_evict(void *hub, const struct item *it)

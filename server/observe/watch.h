@@ -30,6 +30,7 @@
 
 struct conn;
 struct item;
+struct session;
 struct server;
 
 /* The watcher registry (in struct server). */
@@ -55,17 +56,18 @@ static inline bool watch_wants(struct watch_hub *h, unsigned int kind)
 	return atomic_load_explicit(&h->mask, memory_order_relaxed) & kind;
 }
 
-/* Turns c into a watcher of kinds; false when WATCHERS_MAX watch or out
- * of memory. On c's worker thread. */
-bool watch_start(struct conn *c, unsigned int kinds);
+/* Turns the connection of c into a watcher of kinds; false when
+ * WATCHERS_MAX watch or out of memory. On c's worker thread. */
+bool watch_start(struct session *c, unsigned int kinds);
 /* c closes: it stops watching (conn_close calls it). */
 void watch_stop(struct conn *c);
 
 /* The events. status: memcached's word (found, not_found, stored, ...). */
-void watch_fetch(struct conn *c, const char *key, size_t n, bool found,
+void watch_fetch(struct session *c, const char *key, size_t n, bool found,
 		 uint32_t nbytes);
-void watch_store(struct conn *c, const char *key, size_t n, const char *status,
-		 const char *cmd, int64_t ttl, uint32_t nbytes);
+void watch_store(struct session *c, const char *key, size_t n,
+		 const char *status, const char *cmd, int64_t ttl,
+		 uint32_t nbytes);
 /* For cache_set_evict_hook (arg: the hub). */
 void watch_evict(void *hub, const struct item *it);
 

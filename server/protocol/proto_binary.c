@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "session.h"
 #include "protocol.h"
 #include "proto/binary.h"
 #include "proto/text.h"
@@ -37,7 +37,7 @@ struct bin_state {
 	bool failed;
 };
 
-static struct bin_state *state(const struct conn *c)
+static struct bin_state *state(const struct session *c)
 {
 	return c->pstate;
 }
@@ -137,7 +137,7 @@ static void direct_end(struct bin_state *s, unsigned char *end)
 	s->sb.size = (size_t)(end - (unsigned char *)s->sb.data);
 }
 
-static int open_state(struct conn *c)
+static int open_state(struct session *c)
 {
 	struct bin_state *s = calloc(1, sizeof(*s));
 
@@ -153,7 +153,7 @@ static int open_state(struct conn *c)
 	return 0;
 }
 
-static void close_state(struct conn *c)
+static void close_state(struct session *c)
 {
 	struct bin_state *s = state(c);
 
@@ -327,11 +327,11 @@ static enum reply_status status_of_code(uint32_t code)
 	}
 }
 
-static enum decode_status decode(struct conn *c, const char *buf, size_t n,
+static enum decode_status decode(struct session *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
 	struct bin_state *s = state(c);
-	const struct config *cfg = &c->w->srv->cfg;
+	const struct config *cfg = &c->srv->cfg;
 	size_t limit = c->authed ? proto_bin_body_limit(cfg->max_item_size)
 				 : CONN_PREAUTH_LIMIT;
 	struct proto_bin_req *q = &s->req[slot];
@@ -375,7 +375,7 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 
 /* ---- replies ---- */
 
-static void flush(struct conn *c)
+static void flush(struct session *c)
 {
 	struct bin_state *s = state(c);
 
@@ -385,12 +385,12 @@ static void flush(struct conn *c)
 		return;
 	}
 	if (s->sb.size) {
-		conn_add(c, s->sb.data, s->sb.size);
+		session_add(c, s->sb.data, s->sb.size);
 		s->sb.size = 0;
 	}
 }
 
-static size_t staged(const struct conn *c)
+static size_t staged(const struct session *c)
 {
 	return state(c)->sb.size;
 }
@@ -435,7 +435,7 @@ static const struct {
 	[REPLY_UNKNOWN_GROUP] = { PROTO_ST_BAD_REQUEST, "unknown stats group" },
 };
 
-static void status(struct conn *c, const struct request *r,
+static void status(struct session *c, const struct request *r,
 		   enum reply_status st, const char *msg)
 {
 	struct bin_state *s = state(c);
@@ -467,7 +467,7 @@ static void status(struct conn *c, const struct request *r,
 	frame_end(s, f);
 }
 
-static void pack_number(struct conn *c, const struct request *r, uint64_t v)
+static void pack_number(struct session *c, const struct request *r, uint64_t v)
 {
 	struct bin_state *s = state(c);
 	unsigned char *p = direct_begin(s, r, PROTO_ST_OK, PROTO_BIN_UINT_MAX);
@@ -476,14 +476,14 @@ static void pack_number(struct conn *c, const struct request *r, uint64_t v)
 		direct_end(s, p + proto_bin_put_uint(p, v));
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v,
+static void number(struct session *c, const struct request *r, uint64_t v,
 		   uint64_t cas)
 {
 	(void)cas;
 	pack_number(c, r, v);
 }
 
-static void version(struct conn *c, const struct request *r, const char *v)
+static void version(struct session *c, const struct request *r, const char *v)
 {
 	struct bin_state *s = state(c);
 	size_t f = frame_begin(s);
@@ -498,7 +498,7 @@ static bool is_mget(const struct request *r)
 	return r->p.bin.op == PROTO_OP_MGET;
 }
 
-static void values_begin(struct conn *c, const struct request *r)
+static void values_begin(struct session *c, const struct request *r)
 {
 	struct bin_state *s = state(c);
 
@@ -524,7 +524,7 @@ static void pack_item(msgpack_packer *pk, const struct item *it)
  * of it and then tail[0..tn): the length is counted ahead, everything
  * staged moves to the output, and the value follows by reference.
  */
-static void frame_end_by_reference(struct conn *c, size_t f, struct item *it,
+static void frame_end_by_reference(struct session *c, size_t f, struct item *it,
 				   const char *v, uint32_t n, const char *tail,
 				   size_t tn)
 {
@@ -543,14 +543,14 @@ static void frame_end_by_reference(struct conn *c, size_t f, struct item *it,
 	p[2] = (unsigned char)(len >> 8);
 	p[3] = (unsigned char)len;
 	flush(c);
-	conn_add_item_bytes(c, it, v, n);
+	session_add_item_bytes(c, it, v, n);
 	if (tn)
-		conn_add(c, tail, tn);
+		session_add(c, tail, tn);
 }
 
 /* [id, OK, [flags, value, cas]] by reference, the cas packed after the
  * value. */
-static void value_by_reference(struct conn *c, const struct request *r,
+static void value_by_reference(struct session *c, const struct request *r,
 			       struct item *it)
 {
 	struct bin_state *s = state(c);
@@ -570,7 +570,7 @@ static void value_by_reference(struct conn *c, const struct request *r,
 			       tsb.size);
 }
 
-static void value(struct conn *c, const struct request *r, struct item *it)
+static void value(struct session *c, const struct request *r, struct item *it)
 {
 	struct bin_state *s = state(c);
 	uint32_t n = item_nbytes(it);
@@ -598,7 +598,7 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 	direct_end(s, p);
 }
 
-static void miss(struct conn *c, const struct request *r)
+static void miss(struct session *c, const struct request *r)
 {
 	if (is_mget(r))
 		msgpack_pack_nil(&state(c)->pk);
@@ -606,7 +606,7 @@ static void miss(struct conn *c, const struct request *r)
 		status(c, r, REPLY_NOT_FOUND, NULL);
 }
 
-static void values_end(struct conn *c, const struct request *r)
+static void values_end(struct session *c, const struct request *r)
 {
 	struct bin_state *s = state(c);
 
@@ -614,12 +614,12 @@ static void values_end(struct conn *c, const struct request *r)
 		frame_end(s, s->frame);
 }
 
-static void stored(struct conn *c, const struct request *r, uint64_t cas)
+static void stored(struct session *c, const struct request *r, uint64_t cas)
 {
 	pack_number(c, r, cas);
 }
 
-static void key(struct conn *c, const struct request *r, const char *k,
+static void key(struct session *c, const struct request *r, const char *k,
 		size_t n)
 {
 	struct bin_state *s = state(c);
@@ -638,7 +638,8 @@ static void take_scratch(struct bin_state *s)
 	s->nscratch = 0;
 }
 
-static void keys_end(struct conn *c, const struct request *r, uint64_t cursor)
+static void keys_end(struct session *c, const struct request *r,
+		     uint64_t cursor)
 {
 	struct bin_state *s = state(c);
 	size_t f = frame_begin(s);
@@ -663,7 +664,7 @@ static void stat_entry(void *arg, const struct stats_entry *e)
 	s->nscratch++;
 }
 
-static const struct stats_sink *stats_begin(struct conn *c,
+static const struct stats_sink *stats_begin(struct session *c,
 					    const struct request *r)
 {
 	struct bin_state *s = state(c);
@@ -675,7 +676,7 @@ static const struct stats_sink *stats_begin(struct conn *c,
 	return &s->sink;
 }
 
-static void stats_end(struct conn *c, const struct request *r, bool ok)
+static void stats_end(struct session *c, const struct request *r, bool ok)
 {
 	struct bin_state *s = state(c);
 	size_t f;
@@ -729,7 +730,7 @@ static bool digits_u64(const char *p, uint32_t n, uint64_t *v)
 }
 
 /* The binary protocol has no quiet mode: every meta request is answered. */
-static void meta(struct conn *c, const struct request *r,
+static void meta(struct session *c, const struct request *r,
 		 const struct meta_result *m)
 {
 	struct bin_state *s = state(c);

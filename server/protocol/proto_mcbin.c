@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "conn.h"
+#include "session.h"
 #include "protocol.h"
 #include "proto/mcbin.h"
 #include "server.h"
@@ -135,11 +135,11 @@ static void refuse(struct request *r, const struct mcbin_req *q, size_t len,
 	};
 }
 
-static enum decode_status decode(struct conn *c, const char *buf, size_t n,
+static enum decode_status decode(struct session *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
 	uint32_t value_max =
-		c->authed ? c->w->srv->cfg.max_item_size : CONN_PREAUTH_LIMIT;
+		c->authed ? c->srv->cfg.max_item_size : CONN_PREAUTH_LIMIT;
 	struct mcbin_req q;
 
 	(void)slot; /* requests point into buf: nothing kept per slot */
@@ -194,7 +194,7 @@ struct part {
 	size_t n;
 };
 
-static void respond(struct conn *c, const struct request *r, uint16_t status,
+static void respond(struct session *c, const struct request *r, uint16_t status,
 		    uint64_t cas, struct part extras, struct part key,
 		    struct part value, uint32_t item_bytes)
 {
@@ -204,13 +204,13 @@ static void respond(struct conn *c, const struct request *r, uint16_t status,
 			   (uint8_t)extras.n, (uint16_t)key.n,
 			   (uint32_t)value.n + item_bytes, r->p.mcbin.opaque,
 			   cas);
-	conn_add(c, hdr, sizeof(hdr));
+	session_add(c, hdr, sizeof(hdr));
 	if (extras.n)
-		conn_add(c, extras.p, extras.n);
+		session_add(c, extras.p, extras.n);
 	if (key.n)
-		conn_add(c, key.p, key.n);
+		session_add(c, key.p, key.n);
 	if (value.n)
-		conn_add(c, value.p, value.n);
+		session_add(c, value.p, value.n);
 }
 
 static const struct part none = { NULL, 0 };
@@ -275,7 +275,7 @@ static struct part success_body(const struct request *r)
 	return none;
 }
 
-static void status(struct conn *c, const struct request *r,
+static void status(struct session *c, const struct request *r,
 		   enum reply_status st, const char *msg)
 {
 	uint16_t code = status_code(r, st);
@@ -289,13 +289,13 @@ static void status(struct conn *c, const struct request *r,
 		code ? str(mcbin_status_text(code)) : success_body(r), 0);
 }
 
-static void stored(struct conn *c, const struct request *r, uint64_t cas)
+static void stored(struct session *c, const struct request *r, uint64_t cas)
 {
 	if (!quiet(r))
 		respond(c, r, MCBIN_ST_OK, cas, none, none, none, 0);
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v,
+static void number(struct session *c, const struct request *r, uint64_t v,
 		   uint64_t cas)
 {
 	char be[8];
@@ -306,12 +306,12 @@ static void number(struct conn *c, const struct request *r, uint64_t v,
 	respond(c, r, MCBIN_ST_OK, cas, none, none, (struct part){ be, 8 }, 0);
 }
 
-static void version(struct conn *c, const struct request *r, const char *s)
+static void version(struct session *c, const struct request *r, const char *s)
 {
 	respond(c, r, MCBIN_ST_OK, 0, none, none, str(s), 0);
 }
 
-static void nothing(struct conn *c, const struct request *r)
+static void nothing(struct session *c, const struct request *r)
 {
 	(void)c;
 	(void)r;
@@ -324,7 +324,7 @@ static bool with_key(const struct request *r)
 
 /* Flags as extras, the key for GETK and GATK, the value (not for a
  * TOUCH), the item's cas. Hits are answered by the quiet variants too. */
-static void value(struct conn *c, const struct request *r, struct item *it)
+static void value(struct session *c, const struct request *r, struct item *it)
 {
 	char flags[4];
 	uint32_t n = base_op(r) == MCBIN_TOUCH ? 0 : item_nbytes(it);
@@ -334,12 +334,12 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 	respond(c, r, MCBIN_ST_OK, item_cas(it), (struct part){ flags, 4 },
 		with_key(r) ? key : none, none, n);
 	if (n)
-		conn_add_item_bytes(c, it, item_value(it), n);
+		session_add_item_bytes(c, it, item_value(it), n);
 }
 
 /* A miss: nothing from a quiet variant; GETK and GATK give the key (and
  * no text), the others "Not found". */
-static void miss(struct conn *c, const struct request *r)
+static void miss(struct session *c, const struct request *r)
 {
 	if (quiet(r))
 		return;
@@ -352,7 +352,7 @@ static void miss(struct conn *c, const struct request *r)
 }
 
 /* scan is not a command of this protocol: never called. */
-static void key(struct conn *c, const struct request *r, const char *k,
+static void key(struct session *c, const struct request *r, const char *k,
 		size_t n)
 {
 	(void)c;
@@ -361,7 +361,8 @@ static void key(struct conn *c, const struct request *r, const char *k,
 	(void)n;
 }
 
-static void keys_end(struct conn *c, const struct request *r, uint64_t cursor)
+static void keys_end(struct session *c, const struct request *r,
+		     uint64_t cursor)
 {
 	(void)c;
 	(void)r;
@@ -373,7 +374,7 @@ static void keys_end(struct conn *c, const struct request *r, uint64_t cursor)
 
 struct stats_ctx {
 	struct stats_sink sink;
-	struct conn *c;
+	struct session *c;
 	const struct request *r;
 };
 
@@ -386,7 +387,7 @@ static void stat_entry(void *arg, const struct stats_entry *e)
 		str(stats_entry_value(e, buf)), 0);
 }
 
-static const struct stats_sink *stats_begin(struct conn *c,
+static const struct stats_sink *stats_begin(struct session *c,
 					    const struct request *r)
 {
 	/* One stats reply at a time per worker thread. */
@@ -396,7 +397,7 @@ static const struct stats_sink *stats_begin(struct conn *c,
 	return &sc.sink;
 }
 
-static void stats_end(struct conn *c, const struct request *r, bool ok)
+static void stats_end(struct session *c, const struct request *r, bool ok)
 {
 	if (ok)
 		respond(c, r, MCBIN_ST_OK, 0, none, none, none, 0);

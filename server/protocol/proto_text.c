@@ -3,6 +3,7 @@
  * parser fills a struct request, and the reply operations write memcached's
  * replies, byte for byte, straight into the connection's output.
  */
+#include <event2/buffer.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 #include "auth.h"
 #include "common/log.h"
-#include "conn.h"
+#include "session.h"
 #include "protocol.h"
 #include "proto/meta.h"
 #include "proto/text.h"
@@ -143,7 +144,7 @@ static void fill(struct request *r, const char *buf, const struct proto_req *q)
 
 /* A storage request whose data block has not all arrived: worth receiving
  * straight into its item (DECODE_NEED_VALUE) when the value is large. */
-static bool value_lands(const struct conn *c, bool data_pending,
+static bool value_lands(const struct session *c, bool data_pending,
 			uint32_t nbytes)
 {
 	return data_pending && c->authed && nbytes > ITEM_SEG_VALUE_MAX;
@@ -174,7 +175,7 @@ static const enum req_cmd meta_cmd_of[] = {
 
 /* The request from a parsed meta line; false when its slot cannot be
  * made (out of memory). */
-static bool fill_meta(struct conn *c, const char *buf, unsigned int slot,
+static bool fill_meta(struct session *c, const char *buf, unsigned int slot,
 		      const struct proto_meta *m, struct request *r)
 {
 	struct text_state *ts = c->pstate;
@@ -235,8 +236,8 @@ static bool fill_meta(struct conn *c, const char *buf, unsigned int slot,
 
 /* A meta line (proto/meta.h): its errors are always answered, quiet mode
  * or not, and a refused ms has its data block swallowed. */
-static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
-				      unsigned int slot,
+static enum decode_status decode_meta(struct session *c, const char *buf,
+				      size_t n, unsigned int slot,
 				      const struct proto_limits *lim,
 				      struct request *r)
 {
@@ -282,9 +283,9 @@ static enum decode_status decode_meta(struct conn *c, const char *buf, size_t n,
 
 /* Before auth with a user list (auth.h), memcached's handshake alone is
  * read (proto/text_auth.h). */
-static bool handshake_only(const struct conn *c)
+static bool handshake_only(const struct session *c)
 {
-	const struct auth *a = c->w->srv->auth;
+	const struct auth *a = c->srv->auth;
 
 	return !c->authed && a && auth_form(a) == AUTH_FORM_USERS;
 }
@@ -315,7 +316,7 @@ static enum decode_status decode_handshake(const char *buf, size_t n,
 	return DECODE_CLOSE;
 }
 
-static void text_close(struct conn *c)
+static void text_close(struct session *c)
 {
 	free(c->pstate);
 	c->pstate = NULL;
@@ -327,14 +328,14 @@ static void text_close(struct conn *c)
  * request again, from the same place, once more bytes have arrived (it
  * never moves past a request that needs more).
  */
-static enum decode_status decode(struct conn *c, const char *buf, size_t n,
+static enum decode_status decode(struct session *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
 	/* Before auth a value is discarded as it arrives, never buffered. */
 	const struct proto_limits lim = {
-		.max_value = c->authed ? c->w->srv->cfg.max_item_size
+		.max_value = c->authed ? c->srv->cfg.max_item_size
 				       : CONN_PREAUTH_LIMIT,
-		.max_get_line = (uint32_t)text_get_line_max(&c->w->srv->cfg),
+		.max_get_line = (uint32_t)text_get_line_max(&c->srv->cfg),
 		.no_newline = c->text_no_newline,
 	};
 	struct proto_req q;
@@ -394,7 +395,7 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 				       .status = REPLY_CLIENT_ERROR,
 				       .message = q.error };
 		if (q.cmd == PROTO_CMD_FLUSH_ALL &&
-		    c->w->srv->cfg.disable_flush_all)
+		    c->srv->cfg.disable_flush_all)
 			r->message = CMD_FLUSH_ALL_REFUSED;
 		return DECODE_REJECT;
 	case PROTO_TOO_LARGE:
@@ -414,9 +415,9 @@ static enum decode_status decode(struct conn *c, const char *buf, size_t n,
 	return DECODE_CLOSE;
 }
 
-static void add_str(struct conn *c, const char *s)
+static void add_str(struct session *c, const char *s)
 {
-	conn_add(c, s, strlen(s));
+	session_add(c, s, strlen(s));
 }
 
 /* Each status's words: a prefix, then the message (or the default). */
@@ -449,7 +450,7 @@ static const struct {
 	[REPLY_UNKNOWN_GROUP] = { "", "ERROR" },
 };
 
-static void status(struct conn *c, const struct request *r,
+static void status(struct session *c, const struct request *r,
 		   enum reply_status st, const char *msg)
 {
 	(void)r;
@@ -457,17 +458,17 @@ static void status(struct conn *c, const struct request *r,
 		return;
 	add_str(c, words[st].prefix);
 	add_str(c, msg ? msg : words[st].text);
-	conn_add(c, "\r\n", 2);
+	session_add(c, "\r\n", 2);
 }
 
-static void stored(struct conn *c, const struct request *r, uint64_t cas)
+static void stored(struct session *c, const struct request *r, uint64_t cas)
 {
 	(void)r;
 	(void)cas;
-	conn_add(c, "STORED\r\n", 8);
+	session_add(c, "STORED\r\n", 8);
 }
 
-static void number(struct conn *c, const struct request *r, uint64_t v,
+static void number(struct session *c, const struct request *r, uint64_t v,
 		   uint64_t cas)
 {
 	char buf[24];
@@ -475,18 +476,18 @@ static void number(struct conn *c, const struct request *r, uint64_t v,
 
 	(void)r;
 	(void)cas;
-	conn_add(c, buf, (size_t)n);
+	session_add(c, buf, (size_t)n);
 }
 
-static void version(struct conn *c, const struct request *r, const char *s)
+static void version(struct session *c, const struct request *r, const char *s)
 {
 	(void)r;
 	add_str(c, "VERSION ");
 	add_str(c, s);
-	conn_add(c, "\r\n", 2);
+	session_add(c, "\r\n", 2);
 }
 
-static void nothing(struct conn *c, const struct request *r)
+static void nothing(struct session *c, const struct request *r)
 {
 	(void)c;
 	(void)r;
@@ -506,7 +507,7 @@ static void nothing(struct conn *c, const struct request *r)
  * sent. (The batch loop runs no request after a close was decided, so
  * close_when_done is false when a get starts.)
  */
-static void value(struct conn *c, const struct request *r, struct item *it)
+static void value(struct session *c, const struct request *r, struct item *it)
 {
 	char hdr[PROTO_VALUE_HEADER_MAX];
 	bool with_cas = r->cmd == REQ_GETS || r->cmd == REQ_GATS;
@@ -515,7 +516,7 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 	if (c->close_when_done)
 		return;
 	if (evbuffer_get_length(c->out) - c->reply_start >
-	    c->w->srv->cfg.conn_memory) {
+	    c->srv->cfg.conn_memory) {
 		log_info("closing connection %d: a get reply past "
 			 "--conn-memory",
 			 c->fd);
@@ -526,21 +527,21 @@ static void value(struct conn *c, const struct request *r, struct item *it)
 	}
 	n = proto_text_value_header(hdr, item_key(it), it->nkey, item_flags(it),
 				    item_nbytes(it), with_cas, item_cas(it));
-	conn_add(c, hdr, n);
-	conn_add_item_bytes(c, it, item_value(it), item_nbytes(it));
-	conn_add(c, "\r\n", 2);
+	session_add(c, hdr, n);
+	session_add_item_bytes(c, it, item_value(it), item_nbytes(it));
+	session_add(c, "\r\n", 2);
 }
 
-static void values_end(struct conn *c, const struct request *r)
+static void values_end(struct session *c, const struct request *r)
 {
 	(void)r;
 	if (!c->close_when_done)
-		conn_add(c, "END\r\n", 5);
+		session_add(c, "END\r\n", 5);
 }
 
 /* scan's "KEY <key>\r\n", or "KEY <base64> b\r\n" for a key that only
  * the msgpack protocol can store (proto_text_key). */
-static void key(struct conn *c, const struct request *r, const char *k,
+static void key(struct session *c, const struct request *r, const char *k,
 		size_t n)
 {
 	char spelled[PROTO_TEXT_KEY_MAX];
@@ -548,25 +549,26 @@ static void key(struct conn *c, const struct request *r, const char *k,
 	size_t len = proto_text_key(spelled, k, n, false, &b64);
 
 	(void)r;
-	conn_add(c, "KEY ", 4);
-	conn_add(c, spelled, len);
+	session_add(c, "KEY ", 4);
+	session_add(c, spelled, len);
 	if (b64)
-		conn_add(c, " b", 2);
-	conn_add(c, "\r\n", 2);
+		session_add(c, " b", 2);
+	session_add(c, "\r\n", 2);
 }
 
-static void keys_end(struct conn *c, const struct request *r, uint64_t cursor)
+static void keys_end(struct session *c, const struct request *r,
+		     uint64_t cursor)
 {
 	char buf[40];
 	int n = snprintf(buf, sizeof(buf), "CURSOR %" PRIu64 "\r\n", cursor);
 
 	(void)r;
-	conn_add(c, buf, (size_t)n);
+	session_add(c, buf, (size_t)n);
 }
 
 /* ---- stats: "STAT <name> <value>\r\n" lines ---- */
 
-static const struct stats_sink *stats_begin(struct conn *c,
+static const struct stats_sink *stats_begin(struct session *c,
 					    const struct request *r)
 {
 	/* One stats reply at a time per worker thread. */
@@ -577,23 +579,23 @@ static const struct stats_sink *stats_begin(struct conn *c,
 	return &sink;
 }
 
-static void stats_end(struct conn *c, const struct request *r, bool ok)
+static void stats_end(struct session *c, const struct request *r, bool ok)
 {
 	(void)r;
 	add_str(c, ok ? "END\r\n" : "ERROR\r\n");
 }
 
-static void dump_line(struct conn *c, const struct request *r, const char *line,
-		      size_t n)
+static void dump_line(struct session *c, const struct request *r,
+		      const char *line, size_t n)
 {
 	(void)r;
-	conn_add(c, line, n);
+	session_add(c, line, n);
 }
 
-static void dump_end(struct conn *c, const struct request *r)
+static void dump_end(struct session *c, const struct request *r)
 {
 	(void)r;
-	conn_add(c, "END\r\n", 5);
+	session_add(c, "END\r\n", 5);
 }
 
 /* ---- meta replies: a two-letter code, then flags in request order ---- */
@@ -665,7 +667,7 @@ static const char *const meta_words[] = {
 
 /* me's line: memcached's fields; rhkvd has one item class (cls=1), and
  * exp is memcached's too: now minus the expiry time (-1 for none). */
-static void meta_debug(struct conn *c, const struct request *r,
+static void meta_debug(struct session *c, const struct request *r,
 		       const struct meta_result *m)
 {
 	char spelled[PROTO_TEXT_KEY_MAX], line[160];
@@ -673,19 +675,19 @@ static void meta_debug(struct conn *c, const struct request *r,
 	int n;
 
 	if (m->code != META_ME) {
-		conn_add(c, "EN\r\n", 4);
+		session_add(c, "EN\r\n", 4);
 		return;
 	}
-	conn_add(c, "ME ", 3);
-	conn_add(c, spelled,
-		 proto_text_key(spelled, r->key.p, r->key.n, m->key_binary,
-				&b64));
+	session_add(c, "ME ", 3);
+	session_add(c, spelled,
+		    proto_text_key(spelled, r->key.p, r->key.n, m->key_binary,
+				   &b64));
 	n = snprintf(line, sizeof(line),
 		     " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64
 		     " fetch=%s cls=1 size=%" PRIu32 "\r\n",
 		     m->ttl < 0 ? (int64_t)-1 : -m->ttl, m->last_access, m->cas,
 		     m->hit_before ? "yes" : "no", m->size);
-	conn_add(c, line, (size_t)n);
+	session_add(c, line, (size_t)n);
 }
 
 /* Whether quiet mode hides this reply: mg's miss, the others' success
@@ -705,7 +707,7 @@ static bool meta_hidden(const struct request *r, const struct meta_result *m)
 	}
 }
 
-static void meta(struct conn *c, const struct request *r,
+static void meta(struct session *c, const struct request *r,
 		 const struct meta_result *m)
 {
 	const struct meta_slot *ms = (const struct meta_slot *)r->meta;
@@ -719,7 +721,7 @@ static void meta(struct conn *c, const struct request *r,
 	struct meta_line l;
 
 	if (r->cmd == REQ_MNOOP) {
-		conn_add(c, "MN\r\n", 4);
+		session_add(c, "MN\r\n", 4);
 		return;
 	}
 	if (r->cmd == REQ_MDEBUG) {
@@ -796,10 +798,11 @@ static void meta(struct conn *c, const struct request *r,
 		line_put(&l, m->value, m->value_len);
 		line_put(&l, "\r\n", 2);
 	}
-	conn_add(c, l.b, l.n);
+	session_add(c, l.b, l.n);
 	if (m->code == META_VA && m->it) {
-		conn_add_item_bytes(c, m->it, item_value(m->it), m->value_len);
-		conn_add(c, "\r\n", 2);
+		session_add_item_bytes(c, m->it, item_value(m->it),
+				       m->value_len);
+		session_add(c, "\r\n", 2);
 	}
 }
 
