@@ -46,7 +46,6 @@ KNOWN = {
     ('stats.c', 'conn.h'): 'connection counts through a hook the net layer sets',
     ('stats.c', 'tls.h'): 'TLS counters kept in observe/',
     ('stats.c', 'server.h'): 'per-thread counters owned by observe/',
-    ('stats_dump.c', 'conn.h'): 'stats conns rows through an iterator net registers',
     ('stats_dump.c', 'server.h'): 'stats conns rows through an iterator net registers',
     ('stats_detail.c', 'server.h'): 'the detail state passed in',
     ('stats_hotkeys.c', 'server.h'): 'per-thread counters owned by observe/',

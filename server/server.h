@@ -114,10 +114,12 @@ struct server {
 	 * the workers start. */
 	struct hotkeys_params hotkeys;
 	struct watch_hub watch; /* `watch` connections */
-	struct tls *tls;	/* --tls-port: the TLS context; NULL: none */
-	struct auth *auth;	/* -Y/--auth-file (auth.h); NULL: none */
-	struct event *sighup;	/* reloads the TLS certificate, the auth file */
-	struct event *sigusr1;	/* stops, as SIGTERM (memcached's for -e) */
+	/* `stats conns`' rows (stats.h): set by workers_start. */
+	stats_conns_walk_fn *conns_walk;
+	struct tls *tls;       /* --tls-port: the TLS context; NULL: none */
+	struct auth *auth;     /* -Y/--auth-file (auth.h); NULL: none */
+	struct event *sighup;  /* reloads the TLS certificate, the auth file */
+	struct event *sigusr1; /* stops, as SIGTERM (memcached's for -e) */
 };
 
 /* `stats detail` counting, when on (one relaxed load when off). */

@@ -202,6 +202,40 @@ static void worker_free(struct worker *w)
 	pthread_mutex_destroy(&w->lock);
 }
 
+/*
+ * `stats conns`' walk (stats.h): each worker's list under that worker's
+ * lock, which its thread takes to link and unlink a connection (never to
+ * use one), so no connection is freed or its fd closed meanwhile. The
+ * fields read are the fd (set before linking), and the state and last
+ * activity, which the owning thread publishes with atomic stores.
+ */
+static void conns_walk(struct server *srv, const struct session *self,
+		       void (*row)(void *arg, const struct stats_conn_row *r),
+		       void *arg)
+{
+	for (unsigned int w = 0; w < srv->nworkers; w++) {
+		struct worker *wk = &srv->workers[w];
+
+		pthread_mutex_lock(&wk->lock);
+		for (const struct conn *c = wk->conns; c; c = c->next) {
+			uint8_t st = atomic_load_explicit(&c->state,
+							  memory_order_relaxed);
+			struct stats_conn_row r = {
+				.fd = c->fd,
+				.state = &c->s == self ? "conn_parse_cmd"
+						       : conn_state_name[st],
+				.last_active = atomic_load_explicit(
+					&c->last_active, memory_order_relaxed),
+				.thread = w,
+			};
+
+			if (c->fd >= 0)
+				row(arg, &r);
+		}
+		pthread_mutex_unlock(&wk->lock);
+	}
+}
+
 int workers_start(struct server *srv)
 {
 	unsigned int n = (unsigned int)srv->cfg.threads;
@@ -213,6 +247,7 @@ int workers_start(struct server *srv)
 	memset(srv->workers, 0, n * sizeof(*srv->workers));
 	hotkeys_params_init(&srv->hotkeys, srv->cfg.hotkeys_sample,
 			    srv->cfg.hotkeys_window);
+	srv->conns_walk = conns_walk;
 	for (unsigned int i = 0; i < n; i++) {
 		if (worker_init(srv, &srv->workers[i], i))
 			return -1;

@@ -90,16 +90,6 @@ void server_reset_stats(struct server *srv)
 	stats_detail_reset(srv);
 }
 
-void stats__put_u(const struct stats_sink *k, enum stats_kind kind,
-		  const char *name, const char *help, uint64_t v)
-{
-	const struct stats_entry e = {
-		.name = name, .help = help, .kind = kind, .u = v
-	};
-
-	k->emit(k->arg, &e);
-}
-
 static void put_seconds(const struct stats_sink *k, const char *name,
 			const char *help, struct timeval tv)
 {
@@ -110,32 +100,6 @@ static void put_seconds(const struct stats_sink *k, const char *name,
 				       .usec = tv.tv_usec };
 
 	k->emit(k->arg, &e);
-}
-
-void stats__put_text(const struct stats_sink *k, const char *name,
-		     const char *help, const char *v)
-{
-	const struct stats_entry e = {
-		.name = name, .help = help, .kind = STATS_TEXT, .s = v
-	};
-
-	k->emit(k->arg, &e);
-}
-
-static void put_real(const struct stats_sink *k, const char *name,
-		     const char *help, double v)
-{
-	const struct stats_entry e = {
-		.name = name, .help = help, .kind = STATS_REAL, .r = v
-	};
-
-	k->emit(k->arg, &e);
-}
-
-void stats__put_real(const struct stats_sink *k, const char *name,
-		     const char *help, double v)
-{
-	put_real(k, name, help, v);
 }
 
 static uint64_t log2_floor(uint64_t v)
@@ -208,8 +172,9 @@ static void put_restore(const struct stats_sink *k, struct server *srv)
 		     "Segments of --memory-file not restored: their checksum "
 		     "failed",
 		     r.corrupt_segments);
-	put_real(k, "restore_seconds",
-		 "Seconds the restore from --memory-file took", r.seconds);
+	stats__put_real(k, "restore_seconds",
+			"Seconds the restore from --memory-file took",
+			r.seconds);
 }
 
 void server_stats_each(struct server *srv, const struct stats_sink *k)
@@ -776,16 +741,18 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 		if (!n)
 			continue;
 		snprintf(name, sizeof(name), "%s:mean_us", cls);
-		put_real(k, name,
-			 "Mean service time in microseconds of the class's "
-			 "commands",
-			 (double)lat[c].sum_ns / (double)n / 1e3);
+		stats__put_real(
+			k, name,
+			"Mean service time in microseconds of the class's "
+			"commands",
+			(double)lat[c].sum_ns / (double)n / 1e3);
 		for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 			snprintf(name, sizeof(name), "%s:%s_us", cls,
 				 pct[i].name);
-			put_real(k, name, pct[i].help,
-				 (double)latency_percentile(&lat[c], pct[i].p) /
-					 1e3);
+			stats__put_real(
+				k, name, pct[i].help,
+				(double)latency_percentile(&lat[c], pct[i].p) /
+					1e3);
 		}
 	}
 }

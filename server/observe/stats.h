@@ -159,6 +159,25 @@ struct stats_query {
 	const struct session *self; /* the asking session, or NULL */
 };
 
+/* A client connection as `stats conns` shows it. */
+struct stats_conn_row {
+	int fd;
+	const char *state;   /* memcached's name: conn_read, conn_nread, ... */
+	int64_t last_active; /* seconds */
+	unsigned int thread; /* its worker (0-based) */
+};
+
+/*
+ * The net layer's walk of its client connections with a socket, for
+ * `stats conns` (struct server's conns_walk, which the workers set when
+ * they start): row(arg, ...) for each, while none of them can close; the
+ * asking session's state is conn_parse_cmd.
+ */
+typedef void stats_conns_walk_fn(struct server *srv, const struct session *self,
+				 void (*row)(void *arg,
+					     const struct stats_conn_row *r),
+				 void *arg);
+
 /*
  * Emits stats group q->group into sink; returns false for an unknown
  * group (nothing emitted). `reset` is not a group: callers call

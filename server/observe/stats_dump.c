@@ -13,7 +13,6 @@
 #include <sys/un.h>
 
 #include "common/clock.h"
-#include "conn.h"
 #include "server.h"
 #include "stats_internal.h"
 
@@ -93,13 +92,33 @@ static const char help_state[] = "What the connection waits for";
 static const char help_idle[] = "Seconds since its last request";
 static const char help_thread[] = "The worker thread that serves it (0-based)";
 
+struct row_ctx {
+	const struct stats_sink *k;
+	int64_t now;
+};
+
+/* A client connection's lines; its fd stays open meanwhile (the walk's
+ * promise). */
+static void conn_row(void *arg, const struct stats_conn_row *r)
+{
+	const struct row_ctx *x = arg;
+	char addr[160];
+
+	if (sock_addr(r->fd, true, false, addr, sizeof(addr)))
+		put_conn_text(x->k, r->fd, "addr", help_addr, addr);
+	if (sock_addr(r->fd, false, false, addr, sizeof(addr)))
+		put_conn_text(x->k, r->fd, "listen_addr", help_listen, addr);
+	put_conn_text(x->k, r->fd, "state", help_state, r->state);
+	put_conn_u(x->k, r->fd, "secs_since_last_cmd", help_idle,
+		   x->now > r->last_active ? (uint64_t)(x->now - r->last_active)
+					   : 0);
+	put_conn_u(x->k, r->fd, "thread", help_thread, r->thread);
+}
+
 /*
  * `stats conns`: the listening sockets (-U's UDP sockets among them), then
- * every client connection with a socket. Each worker's list is walked under that worker's lock, which
- * its thread takes to link and unlink a connection (never to use one), so
- * no connection is freed or its fd closed meanwhile; the fields read are
- * the fd (set before linking), and the state and last activity, which the
- * owning thread publishes with atomic stores.
+ * every client connection with a socket, as the net layer's walk gives
+ * them (conns_walk).
  */
 void stats__conns(struct server *srv, const struct stats_query *q,
 		  const struct stats_sink *k)
@@ -120,58 +139,9 @@ void stats__conns(struct server *srv, const struct stats_query *q,
 		put_conn_u(k, fd, "secs_since_last_cmd", help_idle,
 			   (uint64_t)(now - srv->started));
 	}
-	for (unsigned int w = 0; w < srv->nworkers; w++) {
-		struct worker *wk = &srv->workers[w];
-
-		pthread_mutex_lock(&wk->lock);
-		for (const struct conn *c = wk->conns; c; c = c->next) {
-			int64_t last = atomic_load_explicit(
-				&c->last_active, memory_order_relaxed);
-			uint8_t st = atomic_load_explicit(&c->state,
-							  memory_order_relaxed);
-
-			if (c->fd < 0)
-				continue;
-			if (sock_addr(c->fd, true, false, addr, sizeof(addr)))
-				put_conn_text(k, c->fd, "addr", help_addr,
-					      addr);
-			if (sock_addr(c->fd, false, false, addr, sizeof(addr)))
-				put_conn_text(k, c->fd, "listen_addr",
-					      help_listen, addr);
-			put_conn_text(k, c->fd, "state", help_state,
-				      &c->s == q->self ? "conn_parse_cmd"
-						       : conn_state_name[st]);
-			put_conn_u(k, c->fd, "secs_since_last_cmd", help_idle,
-				   now > last ? (uint64_t)(now - last) : 0);
-			put_conn_u(k, c->fd, "thread", help_thread, w);
-		}
-		pthread_mutex_unlock(&wk->lock);
-	}
-}
-
-/* Parses a whole decimal token of args at *pos; false if none or bad. */
-static bool arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
-{
-	size_t i = *pos, start;
-
-	while (i < n && p[i] == ' ')
-		i++;
-	start = i;
-	*v = 0;
-	while (i < n && p[i] >= '0' && p[i] <= '9') {
-		if (*v > (UINT64_MAX - 9) / 10)
-			return false;
-		*v = *v * 10 + (uint64_t)(p[i++] - '0');
-	}
-	if (i == start || (i < n && p[i] != ' '))
-		return false;
-	*pos = i;
-	return true;
-}
-
-bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v)
-{
-	return arg_u64(p, n, pos, v);
+	if (srv->conns_walk)
+		srv->conns_walk(srv, q->self, conn_row,
+				&(struct row_ctx){ .k = k, .now = now });
 }
 
 /* memcached bounds a cachedump's reply to 2 MiB. */
@@ -230,8 +200,8 @@ void stats__cachedump(struct server *srv, const struct stats_query *q,
 	uint64_t cls, cursor = 0;
 	size_t pos = 0;
 
-	if (!arg_u64(q->args, q->nargs, &pos, &cls) ||
-	    !arg_u64(q->args, q->nargs, &pos, &d.limit) ||
+	if (!stats__arg_u64(q->args, q->nargs, &pos, &cls) ||
+	    !stats__arg_u64(q->args, q->nargs, &pos, &d.limit) ||
 	    cls != STATS_ITEM_CLASS)
 		return;
 	do
@@ -248,8 +218,8 @@ const char *stats_args_error(const struct stats_query *q)
 	    !(q->nargs == 4 && !memcmp(q->args, "dump", 4)))
 		return "usage: stats detail on|off|dump";
 	if (q->n == 9 && !memcmp(q->group, "cachedump", 9) &&
-	    (!arg_u64(q->args, q->nargs, &pos, &v) ||
-	     !arg_u64(q->args, q->nargs, &pos, &v)))
+	    (!stats__arg_u64(q->args, q->nargs, &pos, &v) ||
+	     !stats__arg_u64(q->args, q->nargs, &pos, &v)))
 		return "bad command line";
 	if (q->n == 7 && !memcmp(q->group, "hotkeys", 7))
 		return stats__hotkeys_args_error(q);

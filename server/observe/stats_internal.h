@@ -1,7 +1,8 @@
 /*
- * Shared inside the statistics module (stats.c, stats_dump.c,
- * stats_hotkeys.c): entry
- * writers and the groups stats_emit() dispatches to in another file.
+ * Shared inside the statistics module: the entry writers and the argument
+ * parse every group uses (stats_entry.c), and the groups stats_emit()
+ * (stats.c) dispatches to in other files (stats_dump.c, stats_hotkeys.c).
+ * The groups call nothing of stats.c or of each other.
  */
 #ifndef RHKV_SERVER_STATS_INTERNAL_H
 #define RHKV_SERVER_STATS_INTERNAL_H
