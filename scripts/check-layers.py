@@ -40,9 +40,6 @@ KNOWN = {
     ('proto_text.c', 'server.h'): 'front ends read settings from the session',
     ('proto_binary.c', 'server.h'): 'front ends read settings from the session',
     ('proto_mcbin.c', 'server.h'): 'front ends read settings from the session',
-    ('watch.c', 'conn.h'): 'watchers write through an output interface',
-    ('watch.c', 'protocol.h'): 'watchers write through an output interface',
-    ('watch.c', 'server.h'): 'the watch hub passed in',
     ('stats.c', 'conn.h'): 'connection counts through a hook the net layer sets',
     ('stats.c', 'tls.h'): 'TLS counters kept in observe/',
     ('stats.c', 'server.h'): 'per-thread counters owned by observe/',
@@ -55,6 +52,7 @@ KNOWN = {
     ('transport_socket.c', 'server.h'): 'struct worker in net/',
     ('transport_tls.c', 'server.h'): 'struct worker in net/',
     ('udp.c', 'server.h'): 'struct worker in net/',
+    ('conn_watch.c', 'server.h'): 'struct worker in net/',
     ('worker.c', 'server.h'): 'struct worker in net/, the state net uses passed in',
 }
 

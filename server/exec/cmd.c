@@ -82,7 +82,8 @@ static void exec_get(struct session *c, const struct request *r)
 			rhkv_rcu_read_unlock();
 		}
 		if (watch_wants(&c->srv->watch, PROTO_WATCH_FETCHERS))
-			watch_fetch(c, key.p, key.n, it != NULL, nbytes);
+			watch_fetch(&c->srv->watch, c->fd, key.p, key.n,
+				    it != NULL, nbytes);
 		server_detail(c->srv, key, DETAIL_GET, it != NULL);
 		if (it) {
 			STAT_INC(st, get_hits);
@@ -135,7 +136,7 @@ void cmd_watch_store(struct session *c, struct cache_key key,
 
 	if (!watch_wants(&c->srv->watch, PROTO_WATCH_MUTATIONS))
 		return;
-	watch_store(c, key.p, key.n, status, modes[mode],
+	watch_store(&c->srv->watch, c->fd, key.p, key.n, status, modes[mode],
 		    exptime ? exptime - cache_now() : 0, nbytes);
 }
 
@@ -523,7 +524,7 @@ static void exec_watch(struct session *c, const struct request *r)
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR cannot pipeline other commands before "
 				 "watch");
-	else if (!watch_start(c, r->flags))
+	else if (!c->watch(c, r->flags))
 		REPLY(c)->status(c, r, REPLY_SERVER_ERROR, "too many watchers");
 	else
 		REPLY(c)->status(c, r, REPLY_OK, NULL);

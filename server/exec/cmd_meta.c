@@ -163,7 +163,8 @@ void cmd_mget(struct session *c, const struct request *r)
 	rhkv_rcu_read_unlock();
 
 	if (watch_wants(&c->srv->watch, PROTO_WATCH_FETCHERS))
-		watch_fetch(c, r->key.p, r->key.n, m.have_item, m.size);
+		watch_fetch(&c->srv->watch, c->fd, r->key.p, r->key.n,
+			    m.have_item, m.size);
 	server_detail(c->srv, r->key, DETAIL_GET, m.have_item);
 	if (r->meta->has_ttl) {
 		STAT_INC(st, cmd_touch);

@@ -53,6 +53,10 @@ struct session {
 	 * the output is below --output-limit (cmd_continue). */
 	bool dumping;
 	uint64_t dump_cursor;
+	/* `watch`: turns the connection into a log stream of kinds
+	 * (PROTO_WATCH_*, watch.h); false when it cannot. The connection's
+	 * own (net/conn_watch.c). */
+	bool (*watch)(struct session *c, unsigned int kinds);
 };
 
 /* Values up to this size are copied into the output inside the read-side

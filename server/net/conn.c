@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn_watch.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "proto/mcbin.h"
@@ -186,6 +187,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->s.stats = &w->stats;
 	c->s.hot = &w->hot;
 	c->s.fd = fd;
+	c->s.watch = conn_watch_start;
 	c->s.out = evbuffer_new();
 	atomic_init(&c->last_active, clock_now_s());
 	atomic_init(&c->state, CONN_NEW_CMD);
@@ -211,7 +213,7 @@ void conn_close(struct conn *c)
 	struct worker *w = c->w;
 
 	budget_cancel(c); /* before the transport goes: a wake uses it */
-	watch_stop(c);
+	conn_watch_stop(c);
 	/* Out of the list before the fd closes: `stats conns` reads it. */
 	pthread_mutex_lock(&w->lock);
 	if (c->prev)

@@ -17,6 +17,7 @@
 
 #include "session.h"
 
+struct conn_watch;
 struct landing;
 struct protocol;
 struct server;
@@ -69,7 +70,7 @@ struct conn {
 	/* Seconds: when the overdraft's holder last received a byte or took
 	 * room (conn_tick passes the overdraft on when it stops). */
 	int64_t over_since;
-	struct watcher *watch; /* `watch`: a log stream now (watch.h) */
+	struct conn_watch *watch; /* `watch`: a log stream now (conn_watch.h) */
 	/* The worker's list: linked and unlinked under the worker's lock, so
 	 * that `stats conns` on another thread may walk it under that lock
 	 * (the owning thread walks it without). */

@@ -8,10 +8,8 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "cache.h"
 #include "common/clock.h"
-#include "conn.h"
-#include "protocol.h"
-#include "server.h"
 
 void watch_counts(struct watch_hub *h, uint64_t *watchers, uint64_t *sent,
 		  uint64_t *skipped)
@@ -25,14 +23,9 @@ void watch_counts(struct watch_hub *h, uint64_t *watchers, uint64_t *sent,
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* Moves a watcher's buffer to its connection this often. */
-static const struct timeval flush_interval = { 0, 20000 };
-
 struct watcher {
 	unsigned int kinds;
-	struct conn *c;	     /* its worker's; freed only after watch_stop */
-	struct event *flush; /* on c's worker */
-	uint64_t skipped;    /* lines dropped since the last flush */
+	uint64_t skipped; /* lines dropped since the last drain */
 	size_t len;
 	char buf[WATCH_BUF_BYTES];
 };
@@ -59,52 +52,14 @@ static void update_mask(struct watch_hub *h)
 	atomic_store_explicit(&h->mask, m, memory_order_relaxed);
 }
 
-/* On the watcher's worker: its buffer into its output, then written. */
-static void on_flush(evutil_socket_t fd, short what, void *arg)
+struct watcher *watch_join(struct watch_hub *h, unsigned int kinds)
 {
-	struct watcher *w = arg;
-	struct conn *c = w->c;
-	struct watch_hub *h = &c->w->srv->watch;
-	char note[40];
-
-	(void)fd;
-	(void)what;
-	if (evbuffer_get_length(c->s.out) >= c->w->srv->cfg.output_hwm)
-		return; /* a slow reader: lines are dropped, not queued */
-	pthread_mutex_lock(&h->lock);
-	if (w->skipped) {
-		int n = snprintf(note, sizeof(note), "skipped=%" PRIu64 "\n",
-				 w->skipped);
-
-		session_add(&c->s, note, (size_t)n);
-		w->skipped = 0;
-	}
-	if (w->len)
-		session_add(&c->s, w->buf, w->len);
-	w->len = 0;
-	pthread_mutex_unlock(&h->lock);
-	if (evbuffer_get_length(c->s.out))
-		conn_ready(c, false, true);
-}
-
-bool watch_start(struct session *s, unsigned int kinds)
-{
-	struct conn *c = conn_of_session(s);
-	struct watch_hub *h = &c->w->srv->watch;
 	struct watcher *w = calloc(1, sizeof(*w));
 	int slot = -1;
 
 	if (!w)
-		return false;
+		return NULL;
 	w->kinds = kinds;
-	w->c = c;
-	w->flush = event_new(c->w->base, -1, EV_PERSIST, on_flush, w);
-	if (!w->flush || event_add(w->flush, &flush_interval)) {
-		if (w->flush)
-			event_free(w->flush);
-		free(w);
-		return false;
-	}
 	pthread_mutex_lock(&h->lock);
 	for (int i = 0; i < WATCHERS_MAX && slot < 0; i++)
 		if (!h->w[i])
@@ -115,32 +70,40 @@ bool watch_start(struct session *s, unsigned int kinds)
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (slot < 0) {
-		event_free(w->flush);
 		free(w);
-		return false;
+		return NULL;
 	}
-	c->watch = w;
-	/* Published now, before the OK goes out. */
-	atomic_store_explicit(&c->state, CONN_WATCH, memory_order_relaxed);
-	return true;
+	return w;
 }
 
-void watch_stop(struct conn *c)
+void watch_leave(struct watch_hub *h, struct watcher *w)
 {
-	struct watch_hub *h = &c->w->srv->watch;
-	struct watcher *w = c->watch;
-
-	if (!w)
-		return;
 	pthread_mutex_lock(&h->lock);
 	for (int i = 0; i < WATCHERS_MAX; i++)
 		if (h->w[i] == w)
 			h->w[i] = NULL;
 	update_mask(h);
 	pthread_mutex_unlock(&h->lock);
-	event_free(w->flush);
 	free(w);
-	c->watch = NULL;
+}
+
+void watch_drain(struct watch_hub *h, struct watcher *w,
+		 void (*put)(void *arg, const void *p, size_t n), void *arg)
+{
+	char note[40];
+
+	pthread_mutex_lock(&h->lock);
+	if (w->skipped) {
+		int n = snprintf(note, sizeof(note), "skipped=%" PRIu64 "\n",
+				 w->skipped);
+
+		put(arg, note, (size_t)n);
+		w->skipped = 0;
+	}
+	if (w->len)
+		put(arg, w->buf, w->len);
+	w->len = 0;
+	pthread_mutex_unlock(&h->lock);
 }
 
 /* Appends "ts=... gid=... " + rest to every watcher of kind. */
@@ -181,8 +144,8 @@ static size_t put_key(char *dst, const char *key, size_t n)
 				     n < PROTO_KEY_MAX ? n : PROTO_KEY_MAX);
 }
 
-void watch_fetch(struct session *c, const char *key, size_t n, bool found,
-		 uint32_t nbytes)
+void watch_fetch(struct watch_hub *h, int fd, const char *key, size_t n,
+		 bool found, uint32_t nbytes)
 {
 	char line[3 * PROTO_KEY_MAX + 160];
 	size_t k = 0;
@@ -191,12 +154,12 @@ void watch_fetch(struct session *c, const char *key, size_t n, bool found,
 	k += put_key(line + k, key, n);
 	k += (size_t)snprintf(line + k, sizeof(line) - k,
 			      " status=%s clsid=%d cfd=%d size=%" PRIu32 "\n",
-			      found ? "found" : "not_found", found ? 1 : 0,
-			      c->fd, found ? nbytes : 0);
-	emit(&c->srv->watch, PROTO_WATCH_FETCHERS, line, k);
+			      found ? "found" : "not_found", found ? 1 : 0, fd,
+			      found ? nbytes : 0);
+	emit(h, PROTO_WATCH_FETCHERS, line, k);
 }
 
-void watch_store(struct session *c, const char *key, size_t n,
+void watch_store(struct watch_hub *h, int fd, const char *key, size_t n,
 		 const char *status, const char *cmd, int64_t ttl,
 		 uint32_t nbytes)
 {
@@ -208,8 +171,8 @@ void watch_store(struct session *c, const char *key, size_t n,
 	k += (size_t)snprintf(line + k, sizeof(line) - k,
 			      " status=%s cmd=%s ttl=%" PRId64
 			      " clsid=1 cfd=%d size=%" PRIu32 "\n",
-			      status, cmd, ttl, c->fd, nbytes);
-	emit(&c->srv->watch, PROTO_WATCH_MUTATIONS, line, k);
+			      status, cmd, ttl, fd, nbytes);
+	emit(h, PROTO_WATCH_MUTATIONS, line, k);
 }
 
 void watch_evict(void *hub, const struct item *it)

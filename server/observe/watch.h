@@ -28,9 +28,7 @@
 #define WATCH_BUF_BYTES 65536
 #define WATCH_BUF_TEXT	"65536" /* `stats settings`' watcher_logbuf_size */
 
-struct conn;
 struct item;
-struct session;
 struct server;
 
 /* The watcher registry (in struct server). */
@@ -56,16 +54,26 @@ static inline bool watch_wants(struct watch_hub *h, unsigned int kind)
 	return atomic_load_explicit(&h->mask, memory_order_relaxed) & kind;
 }
 
-/* Turns the connection of c into a watcher of kinds; false when
- * WATCHERS_MAX watch or out of memory. On c's worker thread. */
-bool watch_start(struct session *c, unsigned int kinds);
-/* c closes: it stops watching (conn_close calls it). */
-void watch_stop(struct conn *c);
+/*
+ * A watcher of kinds joins the hub: lines of those kinds go to its buffer
+ * (WATCH_BUF_BYTES; a line that does not fit is counted as skipped) until
+ * it leaves. NULL when WATCHERS_MAX watch or out of memory. The net layer
+ * makes a watching connection of one (net/conn_watch.c) and drains its
+ * buffer into the connection's output.
+ */
+struct watcher *watch_join(struct watch_hub *h, unsigned int kinds);
+void watch_leave(struct watch_hub *h, struct watcher *w);
+/* Hands w's buffered lines to put(arg, ...), a "skipped=N" line first
+ * when lines were dropped, and empties the buffer; under the hub's lock,
+ * so put must not call into the hub. */
+void watch_drain(struct watch_hub *h, struct watcher *w,
+		 void (*put)(void *arg, const void *p, size_t n), void *arg);
 
-/* The events. status: memcached's word (found, not_found, stored, ...). */
-void watch_fetch(struct session *c, const char *key, size_t n, bool found,
-		 uint32_t nbytes);
-void watch_store(struct session *c, const char *key, size_t n,
+/* The events, of the client on fd. status: memcached's word (found,
+ * not_found, stored, ...). */
+void watch_fetch(struct watch_hub *h, int fd, const char *key, size_t n,
+		 bool found, uint32_t nbytes);
+void watch_store(struct watch_hub *h, int fd, const char *key, size_t n,
 		 const char *status, const char *cmd, int64_t ttl,
 		 uint32_t nbytes);
 /* For cache_set_evict_hook (arg: the hub). */
