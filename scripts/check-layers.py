@@ -40,7 +40,6 @@ KNOWN = {
     ('proto_text.c', 'server.h'): 'front ends read settings from the session',
     ('proto_binary.c', 'server.h'): 'front ends read settings from the session',
     ('proto_mcbin.c', 'server.h'): 'front ends read settings from the session',
-    ('stats.c', 'conn.h'): 'connection counts through a hook the net layer sets',
     ('stats.c', 'tls.h'): 'TLS counters kept in observe/',
     ('stats.c', 'server.h'): 'per-thread counters owned by observe/',
     ('stats_dump.c', 'server.h'): 'stats conns rows through an iterator net registers',

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "conn.h"
 #include "tls.h"
 #include "proto/text.h"
 #include "server.h"
