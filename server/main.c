@@ -486,6 +486,14 @@ static void stop(struct server *srv)
 		event_free(srv->sighup);
 	if (srv->sigusr1)
 		event_free(srv->sigusr1);
+	/* Freeing the events gave the signals back their default action,
+	 * which ends the process: a second SIGTERM from an impatient
+	 * supervisor would then kill it in the middle of sealing the memory
+	 * file. The stop is under way; these ask for nothing more. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
 }
 
 int main(int argc, char **argv)
