@@ -8,10 +8,10 @@
  * One mutex guards the watchers and their buffers; while nobody watches,
  * a command pays one relaxed load (watch_wants). A watcher's buffer is
  * bounded (WATCH_BUF_BYTES): lines that do not fit are dropped and counted,
- * and the watcher is told with a "skipped=N" line. A timer on the watcher's
- * worker moves the buffer into the connection's output, as long as that
- * output is below --output-limit (a slow reader loses lines, it does not
- * grow the server's memory).
+ * and the watcher is told with a "skipped=N" line. The watching connection
+ * (net/conn_watch.c) drains the buffer into its output on a timer, as long
+ * as that output is below --output-limit (a slow reader loses lines, it
+ * does not grow the server's memory).
  */
 #ifndef RHKV_SERVER_WATCH_H
 #define RHKV_SERVER_WATCH_H

@@ -1,8 +1,10 @@
 /*
- * A protocol front end: what the connection's batch loop (conn.c) needs
- * from a protocol, and nothing else. A decoder turns input bytes into a
- * struct request; reply operations turn the executor's answers into bytes
- * in the connection's output. Three front ends exist: memcached's text
+ * A protocol front end: what the connection's batch loop (net/conn.c)
+ * needs from a protocol, and nothing else. A decoder turns input bytes
+ * into a struct request; reply operations (declared in exec/reply.h, so
+ * that the executor calls them without this header) turn the executor's
+ * answers into bytes in the session's output (exec/session.h): a front
+ * end sees a session, never the connection. Three front ends exist: memcached's text
  * protocol (proto_text.c), rhkv's msgpack protocol (proto_binary.c) and
  * memcached's binary protocol (proto_mcbin.c); the first byte a client
  * sends chooses one.
@@ -64,9 +66,10 @@ struct protocol {
 	enum decode_status (*decode)(struct session *c, const char *buf,
 				     size_t n, unsigned int slot,
 				     struct request *r);
-	/* Moves replies staged by the encoder into c->out (NULL: none are). */
+	/* Moves replies staged by the encoder into the session's output
+	 * (NULL: none are). */
 	void (*flush)(struct session *c);
-	/* Bytes staged and not yet in c->out (NULL: none are). */
+	/* Bytes staged and not yet in the output (NULL: none are). */
 	size_t (*staged)(const struct session *c);
 	struct reply_ops reply;
 };
