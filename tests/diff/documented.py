@@ -245,12 +245,24 @@ def ma_grows_with_ttl(c):
         return True
     # the new value's TTL (memcached: the old one) decides whether it is
     # still there: a hit in memcached is a miss in rhkvd, or the reverse
-    return presence_differs(c.at('mc'), c.at('rh'))
+    # (a quiet miss shows as the marker's MN where the other has a hit)
+    return presence_differs(c.at('mc'), c.at('rh')) or \
+        quiet_miss(c, c.at('mc'), c.at('rh'))
 
 
 HIT = {b'VALUE', b'VA', b'HD', b'TOUCHED', b'DELETED', b'ME', b'EX',
        b'STORED'}
 MISS = {b'END', b'EN', b'NF', b'NOT_FOUND', b'NOT_STORED', b'NS'}
+
+
+def quiet_miss(c, a, b):
+    """One side has a hit where the other went straight to the marker,
+    and a quiet (q) mg was sent: that mg's miss, which q leaves out."""
+    if not c.any(rb'(?:^|\n)mg [^\r\n]* q[ \r]'):
+        return False
+    mn = b'MN\r\n'
+    return (a == mn) != (b == mn) and presence_differs(
+        a if a != mn else b'EN\r\n', b if b != mn else b'EN\r\n')
 
 
 def presence_differs(a, b):
