@@ -423,7 +423,7 @@ static int start(struct server *srv)
 			return EXIT_OS_ERROR;
 	if (srv->cfg.unix_socket && listen_unix(srv, srv->cfg.unix_socket))
 		return EXIT_OS_ERROR;
-	if (metrics_start(srv))
+	if (metrics_start(&srv->obs, srv->base))
 		return EXIT_OS_ERROR;
 	/* As root, before privileges go: /run is root's. */
 	if (srv->cfg.pid_file) {
@@ -464,7 +464,7 @@ static void stop(struct server *srv)
 	for (int i = 0; i < srv->nlisteners; i++)
 		evconnlistener_free(srv->listeners[i]);
 	srv->nlisteners = 0;
-	metrics_stop(srv);
+	metrics_stop(&srv->obs);
 	if (srv->cfg.unix_socket)
 		unlink(srv->cfg.unix_socket);
 	if (srv->workers)
@@ -541,15 +541,18 @@ int main(int argc, char **argv)
 		log_error("libevent has no pthreads support");
 		return EXIT_OS_ERROR;
 	}
-	pthread_mutex_init(&srv.stats_lock, NULL);
 	conn_budget_init(&srv.budget, srv.cfg.conn_memory);
-	watch_hub_init(&srv.watch);
-	srv.started = cache_now();
 	rc = create_cache(&srv);
 	if (rc)
 		return rc;
+	if (srv.cache && observe_init(&srv.obs, &srv.cfg, srv.cache,
+				      (unsigned int)srv.cfg.threads)) {
+		log_error("out of memory at start-up");
+		cache_destroy(srv.cache);
+		return EXIT_OS_ERROR;
+	}
 	if (srv.cache) {
-		cache_set_evict_hook(srv.cache, watch_evict, &srv.watch);
+		cache_set_evict_hook(srv.cache, watch_evict, &srv.obs.watch);
 		cache_set_evictions(srv.cache, !srv.cfg.disable_evictions);
 		if (!cache_set_max_prefix_flushes(
 			    srv.cache,
@@ -558,17 +561,18 @@ int main(int argc, char **argv)
 			srv.cache = NULL;
 		}
 	}
-	if (srv.cfg.detail_at_start)
-		stats_detail_enable(&srv, true); /* -D */
-	if (srv.cache && srv.cfg.sweep_off)
-		cache_sweep_enable(srv.cache, false); /* -o no_lru_crawler */
 	srv.base = event_base_new();
 	if (!srv.cache || !srv.base) {
 		log_error("out of memory at start-up");
 		if (srv.cache)
 			cache_destroy(srv.cache);
+		observe_destroy(&srv.obs);
 		return EXIT_OS_ERROR;
 	}
+	if (srv.cfg.detail_at_start)
+		stats_detail_enable(&srv.obs, true); /* -D */
+	if (srv.cfg.sweep_off)
+		cache_sweep_enable(srv.cache, false); /* -o no_lru_crawler */
 	/* The files are read before privileges are dropped; a reload reads
 	 * them as the user -u names. */
 	if (config_tls_enabled(&srv.cfg) && !(srv.tls = tls_create(&srv.cfg)))
@@ -589,11 +593,9 @@ int main(int argc, char **argv)
 	cache_destroy(srv.cache);
 	tls_destroy(srv.tls);
 	event_base_free(srv.base);
-	stats_detail_free(&srv);
 	free(srv.listen_fd);
 	free(srv.worker_listen_fd);
-	watch_hub_destroy(&srv.watch);
-	pthread_mutex_destroy(&srv.stats_lock);
+	observe_destroy(&srv.obs);
 	conn_budget_destroy(&srv.budget);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();

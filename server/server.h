@@ -14,13 +14,9 @@
 #include "cache.h"
 #include "config.h"
 #include "conn_budget.h"
-#include "hotkeys.h"
-#include "latency.h"
-#include "stats.h"
-#include "watch.h"
+#include "observe.h"
 
 struct conn;
-struct evhttp;
 
 struct fd_node {
 	int fd;
@@ -58,12 +54,9 @@ struct worker {
 	int64_t stop_started;
 	struct conn *conns;
 	unsigned int nconns;
-	/* Written by this thread on every request: its own cache lines, so
-	 * that neighbours' reads of the fields above never share them. */
-	_Alignas(64) struct thread_stats stats;
-	struct latency_hist *lat; /* [LAT_NCLASSES], written by this thread */
-	/* `stats hotkeys`: this thread's samples (hotkeys.h). */
-	struct hotkeys_worker hot;
+	/* This thread's counters, histograms and hot-key samples, which it
+	 * alone writes: srv->obs.threads[id]. */
+	struct observe_thread *obs;
 } __attribute__((aligned(64)));
 
 struct server {
@@ -96,51 +89,17 @@ struct server {
 	int udp_fd[CONFIG_MAX_LISTEN];
 	int nudp_fd;
 	struct event *sigterm, *sigint;
-	int64_t started;
-	_Atomic int curr_conns;
 	/* Bytes of every connection's input and output buffers, and the
 	 * connections waiting for room (--conn-memory, conn_budget.h). */
 	struct conn_budget budget;
-	_Atomic unsigned long total_conns;
-	_Atomic unsigned long rejected_conns;
-	pthread_mutex_t stats_lock; /* baseline */
-	struct stats_sum baseline;  /* subtracted: `stats reset` */
-	struct latency_snapshot lat_baseline[LAT_NCLASSES];
-	struct evhttp *metrics; /* --metrics-port, on base */
-	/* `stats detail`: counting on, and the counts (stats_detail.c). */
-	_Atomic bool detail_on;
-	struct stats_detail *_Atomic detail;
-	/* `stats hotkeys`: what every worker's tracker shares, set before
-	 * the workers start. */
-	struct hotkeys_params hotkeys;
-	struct watch_hub watch; /* `watch` connections */
-	/* `stats conns`' rows (stats.h): set by workers_start. */
-	stats_conns_walk_fn *conns_walk;
+	/* Counters, statistics, hot keys, watchers, the metrics endpoint
+	 * (observe.h): set up once the cache is. */
+	struct observe obs;
 	struct tls *tls;       /* --tls-port: the TLS context; NULL: none */
 	struct auth *auth;     /* -Y/--auth-file (auth.h); NULL: none */
 	struct event *sighup;  /* reloads the TLS certificate, the auth file */
 	struct event *sigusr1; /* stops, as SIGTERM (memcached's for -e) */
 };
-
-/* `stats detail` counting, when on (one relaxed load when off). */
-static inline void server_detail(struct server *srv, struct cache_key key,
-				 enum stats_detail_op op, bool hit)
-{
-	if (atomic_load_explicit(&srv->detail_on, memory_order_relaxed))
-		stats_detail_record(srv, key.p, key.n, op, hit);
-}
-
-static inline uint64_t server_conn_bytes(struct server *srv)
-{
-	int64_t v =
-		atomic_load_explicit(&srv->budget.bytes, memory_order_relaxed);
-
-	return v > 0 ? (uint64_t)v : 0;
-}
-
-/* The Prometheus endpoint (metrics.c); 0 when off or started. */
-int metrics_start(struct server *srv);
-void metrics_stop(struct server *srv);
 
 /* Worker threads (worker.c). */
 int workers_start(struct server *srv);

@@ -81,10 +81,10 @@ static void exec_get(struct session *c, const struct request *r)
 			}
 			rhkv_rcu_read_unlock();
 		}
-		if (watch_wants(&c->srv->watch, PROTO_WATCH_FETCHERS))
-			watch_fetch(&c->srv->watch, c->fd, key.p, key.n,
+		if (watch_wants(&c->srv->obs.watch, PROTO_WATCH_FETCHERS))
+			watch_fetch(&c->srv->obs.watch, c->fd, key.p, key.n,
 				    it != NULL, nbytes);
-		server_detail(c->srv, key, DETAIL_GET, it != NULL);
+		observe_detail(&c->srv->obs, key, DETAIL_GET, it != NULL);
 		if (it) {
 			STAT_INC(st, get_hits);
 			if (touch)
@@ -134,10 +134,10 @@ void cmd_watch_store(struct session *c, struct cache_key key,
 		[CACHE_PREPEND] = "prepend", [CACHE_CAS] = "cas",
 	};
 
-	if (!watch_wants(&c->srv->watch, PROTO_WATCH_MUTATIONS))
+	if (!watch_wants(&c->srv->obs.watch, PROTO_WATCH_MUTATIONS))
 		return;
-	watch_store(&c->srv->watch, c->fd, key.p, key.n, status, modes[mode],
-		    exptime ? exptime - cache_now() : 0, nbytes);
+	watch_store(&c->srv->obs.watch, c->fd, key.p, key.n, status,
+		    modes[mode], exptime ? exptime - cache_now() : 0, nbytes);
 }
 
 static const enum cache_store_mode store_modes[] = {
@@ -175,7 +175,7 @@ static void exec_store(struct session *c, const struct request *r)
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
-	server_detail(c->srv, r->key, DETAIL_SET, false);
+	observe_detail(&c->srv->obs, r->key, DETAIL_SET, false);
 	res = cache_write(c->srv->cache, c->thread, &w, &cas);
 	watch_stored(c, r, cmd_store_word(res));
 	switch (res) {
@@ -228,7 +228,7 @@ static void exec_delete(struct session *c, const struct request *r)
 	}
 	hit = cache_delete(c->srv->cache, r->key);
 
-	server_detail(c->srv, r->key, DETAIL_DEL, false);
+	observe_detail(&c->srv->obs, r->key, DETAIL_DEL, false);
 	if (hit)
 		STAT_INC(c->stats, delete_hits);
 	else
@@ -383,7 +383,7 @@ static void exec_stats(struct session *c, const struct request *r)
 	const char *bad;
 
 	if (is_word(r->arg, "reset")) {
-		server_reset_stats(srv);
+		observe_reset_stats(&srv->obs);
 		REPLY(c)->status(c, r, REPLY_RESET, NULL);
 		return;
 	}
@@ -394,7 +394,7 @@ static void exec_stats(struct session *c, const struct request *r)
 	}
 	if (is_word(r->arg, "detail") &&
 	    (is_word(r->args, "on") || is_word(r->args, "off"))) {
-		stats_detail_enable(srv, is_word(r->args, "on"));
+		stats_detail_enable(&srv->obs, is_word(r->args, "on"));
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
@@ -404,7 +404,7 @@ static void exec_stats(struct session *c, const struct request *r)
 		return;
 	}
 	sink = REPLY(c)->stats_begin(c, r);
-	REPLY(c)->stats_end(c, r, stats_emit(srv, &q, sink));
+	REPLY(c)->stats_end(c, r, stats_emit(&srv->obs, &q, sink));
 }
 
 struct metadump_ctx {

@@ -162,10 +162,10 @@ void cmd_mget(struct session *c, const struct request *r)
 	REPLY(c)->meta(c, r, &m);
 	rhkv_rcu_read_unlock();
 
-	if (watch_wants(&c->srv->watch, PROTO_WATCH_FETCHERS))
-		watch_fetch(&c->srv->watch, c->fd, r->key.p, r->key.n,
+	if (watch_wants(&c->srv->obs.watch, PROTO_WATCH_FETCHERS))
+		watch_fetch(&c->srv->obs.watch, c->fd, r->key.p, r->key.n,
 			    m.have_item, m.size);
-	server_detail(c->srv, r->key, DETAIL_GET, m.have_item);
+	observe_detail(&c->srv->obs, r->key, DETAIL_GET, m.have_item);
 	if (r->meta->has_ttl) {
 		STAT_INC(st, cmd_touch);
 		m.have_item ? STAT_INC(st, touch_hits)
@@ -231,7 +231,7 @@ void cmd_mset(struct session *c, const struct request *r)
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
-	server_detail(c->srv, r->key, DETAIL_SET, false);
+	observe_detail(&c->srv->obs, r->key, DETAIL_SET, false);
 	res = cache_write(c->srv->cache, c->thread, &w, &cas);
 	cmd_watch_store(c, r->key, mode, cmd_store_word(res), w.exptime,
 			r->nbytes);
@@ -292,7 +292,7 @@ void cmd_mdelete(struct session *c, const struct request *r)
 				       q->has_new_cas ? q->new_cas : 0, NULL);
 	else
 		res = cache_delete_cas(cache, r->key, cas_in);
-	server_detail(c->srv, r->key, DETAIL_DEL, false);
+	observe_detail(&c->srv->obs, r->key, DETAIL_DEL, false);
 	switch (res) {
 	case CACHE_STORED:
 		STAT_INC(c->stats, delete_hits);

@@ -103,18 +103,18 @@ static void budget_cancel(struct conn *c)
 
 bool conn_slot_take(struct server *srv)
 {
-	if (atomic_fetch_add(&srv->curr_conns, 1) >= srv->cfg.conn_limit) {
-		atomic_fetch_sub(&srv->curr_conns, 1);
-		atomic_fetch_add(&srv->rejected_conns, 1);
+	if (atomic_fetch_add(&srv->obs.curr_conns, 1) >= srv->cfg.conn_limit) {
+		atomic_fetch_sub(&srv->obs.curr_conns, 1);
+		atomic_fetch_add(&srv->obs.rejected_conns, 1);
 		return false;
 	}
-	atomic_fetch_add(&srv->total_conns, 1);
+	atomic_fetch_add(&srv->obs.total_conns, 1);
 	return true;
 }
 
 void conn_slot_give(struct server *srv)
 {
-	atomic_fetch_sub(&srv->curr_conns, 1);
+	atomic_fetch_sub(&srv->obs.curr_conns, 1);
 }
 
 static const char too_many[] = "ERROR Too many open connections\r\n";
@@ -184,8 +184,8 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->rbuf = malloc(c->rcap);
 	c->s.srv = w->srv;
 	c->s.thread = w->id;
-	c->s.stats = &w->stats;
-	c->s.hot = &w->hot;
+	c->s.stats = &w->obs->stats;
+	c->s.hot = &w->obs->hot;
 	c->s.fd = fd;
 	c->s.watch = conn_watch_start;
 	c->s.out = evbuffer_new();
@@ -314,7 +314,7 @@ static void dispatch(struct conn *c, enum decode_status st,
 		c->s.reply_start = evbuffer_get_length(c->s.out);
 		cmd_execute(&c->s, r);
 		t1 = latency_now_ns();
-		latency_record(&c->w->lat[cmd_latency_class(r)], t1 - *t0);
+		latency_record(&c->w->obs->lat[cmd_latency_class(r)], t1 - *t0);
 		*t0 = t1;
 		c->s.batch_ran = flushes_pipeline(r) ? 0 : c->s.batch_ran + 1;
 		return;
@@ -411,7 +411,7 @@ static size_t run_batch(struct conn *c)
 	/* Stopped by backpressure with requests left: a yield. */
 	if (off < c->rlen && !c->s.close_when_done && !c->s.broken &&
 	    pending(c) >= hwm)
-		STAT_INC(&c->w->stats, conn_yields);
+		STAT_INC(&c->w->obs->stats, conn_yields);
 	if (p->flush)
 		p->flush(&c->s);
 	return off;
@@ -474,7 +474,7 @@ static void land_start(struct conn *c)
 	if (!l->it) {
 		/* It cannot fit even in an empty cache: refused as the store
 		 * would be, and the value discarded as it arrives. */
-		STAT_INC(&c->w->stats, store_no_memory);
+		STAT_INC(&c->w->obs->stats, store_no_memory);
 		if (!r->noreply)
 			c->proto->reply.status(&c->s, r, REPLY_NO_MEMORY,
 					       "out of memory storing object");
@@ -547,7 +547,7 @@ static ssize_t read_some(struct conn *c, char *dst, size_t space)
 		c->read_wants_write = true;
 	if (n < 0)
 		return n == TRANSPORT_ERROR ? -1 : 0;
-	STAT_ADD(&c->w->stats, bytes_read, (unsigned long)n);
+	STAT_ADD(&c->w->obs->stats, bytes_read, (unsigned long)n);
 	return n;
 }
 
@@ -680,7 +680,7 @@ static bool grow_rbuf(struct conn *c)
 	was_waiting = c->budget_wait;
 	if (!conn_budget_take(&c->w->srv->budget, c, cap - c->rcap)) {
 		if (!was_waiting)
-			STAT_INC(&c->w->stats, conn_memory_waits);
+			STAT_INC(&c->w->obs->stats, conn_memory_waits);
 		return true; /* woken once the room is there */
 	}
 	if (c->budget_over)
@@ -751,7 +751,7 @@ static bool conn_write(struct conn *c)
 	if (n == TRANSPORT_ERROR)
 		return false;
 	if (n > 0) {
-		STAT_ADD(&c->w->stats, bytes_written, (unsigned long)n);
+		STAT_ADD(&c->w->obs->stats, bytes_written, (unsigned long)n);
 		conn_touch(c);
 		c->stalled_since = 0;
 	}
@@ -989,7 +989,7 @@ void conn_tick(struct conn *c, int64_t now)
 	    now - atomic_load_explicit(&c->last_active, memory_order_relaxed) >=
 		    cfg->idle_timeout) {
 		log_debug("closing idle connection %d", c->fd);
-		STAT_INC(&c->w->stats, idle_kicks);
+		STAT_INC(&c->w->obs->stats, idle_kicks);
 		conn_close(c);
 		return;
 	}

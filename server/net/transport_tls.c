@@ -104,7 +104,7 @@ static ssize_t failure(struct conn *c, struct tls_conn *s, int r)
 
 		if (e)
 			ERR_error_string_n(e, reason, sizeof(reason));
-		STAT_INC(&c->w->stats, ssl_handshake_errors);
+		STAT_INC(&c->w->obs->stats, ssl_handshake_errors);
 		log_debug("TLS handshake on connection %d failed: %s", c->fd,
 			  reason);
 	}
@@ -127,13 +127,13 @@ static ssize_t handshake(struct conn *c, struct tls_conn *s)
 		/* The peer's end of stream mid-handshake is a failed
 		 * handshake, unless it sent nothing at all (a port probe). */
 		if (f == 0 && BIO_number_read(SSL_get_rbio(s->ssl)) > 0)
-			STAT_INC(&c->w->stats, ssl_handshake_errors);
+			STAT_INC(&c->w->obs->stats, ssl_handshake_errors);
 		return f;
 	}
 	s->established = true;
-	STAT_INC(&c->w->stats, tls_handshakes);
+	STAT_INC(&c->w->obs->stats, tls_handshakes);
 	if (SSL_session_reused(s->ssl))
-		STAT_INC(&c->w->stats, tls_resumed);
+		STAT_INC(&c->w->obs->stats, tls_resumed);
 	return 1;
 }
 
@@ -297,7 +297,7 @@ static bool tls_expired(struct conn *c, int64_t now)
 		prioritize(s);
 	if (waited < limit)
 		return false;
-	STAT_INC(&c->w->stats, ssl_handshake_errors);
+	STAT_INC(&c->w->obs->stats, ssl_handshake_errors);
 	log_debug("TLS handshake on connection %d timed out", c->fd);
 	return true;
 }

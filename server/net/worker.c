@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "conn.h"
 #include "server.h"
+#include "tls.h"
 #include "transport.h"
 #include "udp.h"
 
@@ -139,7 +140,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = c->next;
 		conn_tick(c, now);
 	}
-	hotkeys_tick(&w->hot);
+	hotkeys_tick(&w->obs->hot);
 	worker_check_done(w);
 }
 
@@ -159,11 +160,10 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 {
 	w->srv = srv;
 	w->id = id;
+	w->obs = &srv->obs.threads[id];
 	pthread_mutex_init(&w->lock, NULL);
-	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
 	w->base = worker_base();
-	if (!w->lat || !w->base ||
-	    hotkeys_worker_init(&w->hot, &srv->hotkeys, id))
+	if (!w->base)
 		return -1;
 	w->notify = event_new(w->base, -1, EV_PERSIST, on_notify, w);
 	w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
@@ -197,8 +197,6 @@ static void worker_free(struct worker *w)
 		event_free(w->tick);
 	if (w->base)
 		event_base_free(w->base);
-	free(w->lat);
-	hotkeys_worker_free(&w->hot);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -209,10 +207,12 @@ static void worker_free(struct worker *w)
  * fields read are the fd (set before linking), and the state and last
  * activity, which the owning thread publishes with atomic stores.
  */
-static void conns_walk(struct server *srv, const struct session *self,
-		       void (*row)(void *arg, const struct stats_conn_row *r),
-		       void *arg)
+static void conns_walk(void *net, const struct session *self,
+		       void (*row)(void *a, const struct stats_conn_row *r),
+		       void *a)
 {
+	struct server *srv = net;
+
 	for (unsigned int w = 0; w < srv->nworkers; w++) {
 		struct worker *wk = &srv->workers[w];
 
@@ -230,10 +230,47 @@ static void conns_walk(struct server *srv, const struct session *self,
 			};
 
 			if (c->fd >= 0)
-				row(arg, &r);
+				row(a, &r);
 		}
 		pthread_mutex_unlock(&wk->lock);
 	}
+}
+
+/* Every listening socket, for `stats conns` and connection_structures:
+ * set before the workers start, and never changed while they run. */
+static void listeners_each(void *net, void (*each)(void *a, int fd, bool udp),
+			   void *a)
+{
+	struct server *srv = net;
+
+	for (int i = 0; i < srv->nlisten_fd; i++) {
+		bool udp = false;
+
+		for (int j = 0; j < srv->nudp_fd; j++)
+			udp |= srv->udp_fd[j] == srv->listen_fd[i];
+		each(a, srv->listen_fd[i], udp);
+	}
+}
+
+static uint64_t conn_bytes(void *net)
+{
+	struct server *srv = net;
+	int64_t v =
+		atomic_load_explicit(&srv->budget.bytes, memory_order_relaxed);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static void tls_numbers(void *net, struct observe_tls *out)
+{
+	struct server *srv = net;
+
+	out->verify = tls_verify_flags(&srv->cfg);
+	if (!srv->tls)
+		return;
+	out->on = true;
+	out->connections = (uint64_t)atomic_load(&srv->tls->connections);
+	out->refreshed = atomic_load(&srv->tls->refreshed);
 }
 
 int workers_start(struct server *srv)
@@ -245,9 +282,11 @@ int workers_start(struct server *srv)
 	if (!srv->workers)
 		return -1;
 	memset(srv->workers, 0, n * sizeof(*srv->workers));
-	hotkeys_params_init(&srv->hotkeys, srv->cfg.hotkeys_sample,
-			    srv->cfg.hotkeys_window);
-	srv->conns_walk = conns_walk;
+	srv->obs.net = (struct observe_net){ .arg = srv,
+					     .listeners = listeners_each,
+					     .conns = conns_walk,
+					     .conn_bytes = conn_bytes,
+					     .tls = tls_numbers };
 	for (unsigned int i = 0; i < n; i++) {
 		if (worker_init(srv, &srv->workers[i], i))
 			return -1;

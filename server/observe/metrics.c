@@ -1,7 +1,7 @@
 /*
  * The Prometheus endpoint (--metrics-port): GET /metrics on the listener
  * thread's event base via libevent's evhttp, in the text exposition format
- * 0.0.4. It exports what `stats` shows (server_stats_each) as rhkv_* series,
+ * 0.0.4. It exports what `stats` shows (observe_stats_each) as rhkv_* series,
  * each with the help text and type its entry carries, plus one histogram of
  * command service time per command class. Scrapes read the workers'
  * relaxed counters and never stop them.
@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "server.h"
+#include "config.h"
+#include "observe.h"
 
 /* Histogram bounds: 2^10 ns (1 µs) to 2^30 ns (1.07 s), doubling. */
 #define METRICS_LE_FIRST 10u
@@ -53,11 +54,11 @@ static void prom_entry(void *arg, const struct stats_entry *e)
 				    stats_entry_value(e, buf));
 }
 
-static void prom_latency(struct server *srv, struct evbuffer *b)
+static void prom_latency(struct observe *obs, struct evbuffer *b)
 {
 	static _Thread_local struct latency_snapshot lat[LAT_NCLASSES];
 
-	server_sum_latency(srv, lat);
+	observe_sum_latency(obs, lat);
 	series(b, "command_duration_seconds", "", "histogram",
 	       "Time to serve one command, by command class (parsing "
 	       "included, socket time not)");
@@ -92,7 +93,7 @@ static void prom_latency(struct server *srv, struct evbuffer *b)
 
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
-	struct server *srv = arg;
+	struct observe *obs = arg;
 	struct evbuffer *b;
 	struct stats_sink sink = { prom_entry, NULL };
 
@@ -106,9 +107,9 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 		return;
 	}
 	sink.arg = b;
-	server_stats_each(srv, &sink);
-	prom_latency(srv, b);
-	stats_hotkeys_metrics(srv, b);
+	observe_stats_each(obs, &sink);
+	prom_latency(obs, b);
+	stats_hotkeys_metrics(obs, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 			  "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, HTTP_OK, "OK", b);
@@ -121,24 +122,24 @@ static void on_other(struct evhttp_request *req, void *arg)
 	evhttp_send_error(req, HTTP_NOTFOUND, "try /metrics");
 }
 
-int metrics_start(struct server *srv)
+int metrics_start(struct observe *obs, struct event_base *base)
 {
-	const struct config *cfg = &srv->cfg;
+	const struct config *cfg = obs->cfg;
 
 	if (!cfg->metrics_port)
 		return 0;
-	srv->metrics = evhttp_new(srv->base);
-	if (!srv->metrics)
+	obs->metrics = evhttp_new(base);
+	if (!obs->metrics)
 		return -1;
 	/* One small page per scrape: bound what a client may send. */
-	evhttp_set_max_headers_size(srv->metrics, 8192);
-	evhttp_set_max_body_size(srv->metrics, 0);
-	evhttp_set_timeout(srv->metrics, 10);
-	evhttp_set_allowed_methods(srv->metrics, EVHTTP_REQ_GET);
-	if (evhttp_set_cb(srv->metrics, "/metrics", on_metrics, srv))
+	evhttp_set_max_headers_size(obs->metrics, 8192);
+	evhttp_set_max_body_size(obs->metrics, 0);
+	evhttp_set_timeout(obs->metrics, 10);
+	evhttp_set_allowed_methods(obs->metrics, EVHTTP_REQ_GET);
+	if (evhttp_set_cb(obs->metrics, "/metrics", on_metrics, obs))
 		return -1;
-	evhttp_set_gencb(srv->metrics, on_other, NULL);
-	if (!evhttp_bind_socket_with_handle(srv->metrics, cfg->metrics_listen,
+	evhttp_set_gencb(obs->metrics, on_other, NULL);
+	if (!evhttp_bind_socket_with_handle(obs->metrics, cfg->metrics_listen,
 					    (ev_uint16_t)cfg->metrics_port)) {
 		log_error("cannot listen for metrics on %s port %d",
 			  cfg->metrics_listen, cfg->metrics_port);
@@ -149,9 +150,9 @@ int metrics_start(struct server *srv)
 	return 0;
 }
 
-void metrics_stop(struct server *srv)
+void metrics_stop(struct observe *obs)
 {
-	if (srv->metrics)
-		evhttp_free(srv->metrics);
-	srv->metrics = NULL;
+	if (obs->metrics)
+		evhttp_free(obs->metrics);
+	obs->metrics = NULL;
 }

@@ -18,24 +18,56 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "tls.h"
 #include "proto/text.h"
-#include "server.h"
+#include "config.h"
+#include "observe.h"
 #include "stats_internal.h"
 
-/* Seconds since the certificate was loaded; 0 if the clock went back. */
-static uint64_t refresh_age(struct tls *t)
+/* The TLS listener's numbers, from the net layer; all 0 without one. */
+static struct observe_tls tls_numbers(const struct observe *obs)
 {
-	int64_t age = clock_now_s() - atomic_load(&t->refreshed);
+	struct observe_tls t = { 0 };
 
-	return age > 0 ? (uint64_t)age : 0;
+	if (obs->net.tls)
+		obs->net.tls(obs->net.arg, &t);
+	return t;
 }
 
-static void sum_threads(struct server *srv, struct stats_sum *sum)
+/* Seconds since the certificate was loaded; 0 if the clock went back. */
+static uint64_t refresh_age(const struct observe_tls *t)
+{
+	int64_t age = clock_now_s() - t->refreshed;
+
+	return t->on && age > 0 ? (uint64_t)age : 0;
+}
+
+static uint64_t conn_bytes(const struct observe *obs)
+{
+	return obs->net.conn_bytes ? obs->net.conn_bytes(obs->net.arg) : 0;
+}
+
+static void count_listener(void *arg, int fd, bool udp)
+{
+	(void)fd;
+	(void)udp;
+	++*(uint64_t *)arg;
+}
+
+/* Listening sockets, each a connection structure in memcached. */
+static uint64_t listener_count(const struct observe *obs)
+{
+	uint64_t n = 0;
+
+	if (obs->net.listeners)
+		obs->net.listeners(obs->net.arg, count_listener, &n);
+	return n;
+}
+
+static void sum_threads(struct observe *obs, struct stats_sum *sum)
 {
 	memset(sum, 0, sizeof(*sum));
-	for (unsigned int i = 0; i < srv->nworkers; i++) {
-		struct thread_stats *t = &srv->workers[i].stats;
+	for (unsigned int i = 0; i < obs->nthreads; i++) {
+		struct thread_stats *t = &obs->threads[i].stats;
 #define STATS_SUM(name, type, help) \
 	sum->name += atomic_load_explicit(&t->name, memory_order_relaxed);
 		THREAD_STATS(STATS_SUM)
@@ -43,50 +75,50 @@ static void sum_threads(struct server *srv, struct stats_sum *sum)
 	}
 }
 
-static void sum_latency(struct server *srv,
+static void sum_latency(struct observe *obs,
 			struct latency_snapshot out[LAT_NCLASSES])
 {
 	memset(out, 0, sizeof(*out) * LAT_NCLASSES);
-	for (unsigned int i = 0; i < srv->nworkers; i++)
+	for (unsigned int i = 0; i < obs->nthreads; i++)
 		for (unsigned int k = 0; k < LAT_NCLASSES; k++)
-			latency_add(&out[k], &srv->workers[i].lat[k]);
+			latency_add(&out[k], &obs->threads[i].lat[k]);
 }
 
-void server_sum_stats(struct server *srv, struct stats_sum *sum)
+void observe_sum_stats(struct observe *obs, struct stats_sum *sum)
 {
-	sum_threads(srv, sum);
-	pthread_mutex_lock(&srv->stats_lock);
-#define STATS_BASE(name, type, help) sum->name -= srv->baseline.name;
+	sum_threads(obs, sum);
+	pthread_mutex_lock(&obs->stats_lock);
+#define STATS_BASE(name, type, help) sum->name -= obs->baseline.name;
 	THREAD_STATS(STATS_BASE)
 #undef STATS_BASE
-	pthread_mutex_unlock(&srv->stats_lock);
+	pthread_mutex_unlock(&obs->stats_lock);
 }
 
-void server_sum_latency(struct server *srv,
-			struct latency_snapshot out[LAT_NCLASSES])
+void observe_sum_latency(struct observe *obs,
+			 struct latency_snapshot out[LAT_NCLASSES])
 {
-	sum_latency(srv, out);
-	pthread_mutex_lock(&srv->stats_lock);
+	sum_latency(obs, out);
+	pthread_mutex_lock(&obs->stats_lock);
 	for (unsigned int k = 0; k < LAT_NCLASSES; k++)
-		latency_sub(&out[k], &srv->lat_baseline[k]);
-	pthread_mutex_unlock(&srv->stats_lock);
+		latency_sub(&out[k], &obs->lat_baseline[k]);
+	pthread_mutex_unlock(&obs->stats_lock);
 }
 
-void server_reset_stats(struct server *srv)
+void observe_reset_stats(struct observe *obs)
 {
 	/* Big (a histogram per class): not on the caller's stack. */
 	static _Thread_local struct latency_snapshot lat[LAT_NCLASSES];
 	struct stats_sum now;
 
-	sum_threads(srv, &now);
-	sum_latency(srv, lat);
-	pthread_mutex_lock(&srv->stats_lock);
-	srv->baseline = now;
-	memcpy(srv->lat_baseline, lat, sizeof(lat));
-	atomic_store(&srv->total_conns, 0);
-	atomic_store(&srv->rejected_conns, 0);
-	pthread_mutex_unlock(&srv->stats_lock);
-	stats_detail_reset(srv);
+	sum_threads(obs, &now);
+	sum_latency(obs, lat);
+	pthread_mutex_lock(&obs->stats_lock);
+	obs->baseline = now;
+	memcpy(obs->lat_baseline, lat, sizeof(lat));
+	atomic_store(&obs->total_conns, 0);
+	atomic_store(&obs->rejected_conns, 0);
+	pthread_mutex_unlock(&obs->stats_lock);
+	stats_detail_reset(obs);
 }
 
 static void put_seconds(const struct stats_sink *k, const char *name,
@@ -144,7 +176,7 @@ static const char help_chunks[] = "Items: one chunk each";
 static const char help_none_free[] = "Allocated and unused: none (0)";
 
 /* What the start found in --memory-file (warm restart). */
-static void put_restore(const struct stats_sink *k, struct server *srv)
+static void put_restore(const struct stats_sink *k, struct observe *obs)
 {
 	static const char *const how[] = {
 		[CACHE_RESTORE_NONE] = "none",
@@ -154,7 +186,7 @@ static void put_restore(const struct stats_sink *k, struct server *srv)
 	};
 	struct cache_restore r;
 
-	cache_get_restore(srv->cache, &r);
+	cache_get_restore(obs->cache, &r);
 	stats__put_text(k, "restore",
 			"What the start found in --memory-file: none (no "
 			"file), new, restored, or empty (not restored; the "
@@ -176,22 +208,23 @@ static void put_restore(const struct stats_sink *k, struct server *srv)
 			r.seconds);
 }
 
-void server_stats_each(struct server *srv, const struct stats_sink *k)
+void observe_stats_each(struct observe *obs, const struct stats_sink *k)
 {
 	uint64_t watchers, sent, skipped;
 	int64_t now = clock_now_s();
 	struct cache_stats cs;
 	struct stats_sum s;
 	struct rusage ru;
+	struct observe_tls tls = tls_numbers(obs);
 
-	server_sum_stats(srv, &s);
-	cache_get_stats(srv->cache, &cs, false);
+	observe_sum_stats(obs, &s);
+	cache_get_stats(obs->cache, &cs, false);
 	getrusage(RUSAGE_SELF, &ru);
 	stats__put_u(k, STATS_GAUGE, "pid", "Process id of the server",
 		     (uint64_t)getpid());
 	stats__put_u(k, STATS_GAUGE, "uptime",
 		     "Seconds since the server started",
-		     (uint64_t)(now - srv->started));
+		     (uint64_t)(now - obs->started));
 	stats__put_u(k, STATS_GAUGE, "time",
 		     "The server's clock, in unix seconds", (uint64_t)now);
 	stats__put_text(
@@ -209,30 +242,28 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 		    ru.ru_stime);
 	stats__put_u(k, STATS_GAUGE, "max_connections",
 		     "Client connections allowed at once (-c)",
-		     (uint64_t)srv->cfg.conn_limit);
+		     (uint64_t)obs->cfg->conn_limit);
 	stats__put_u(k, STATS_GAUGE, "curr_connections",
 		     "Client connections open",
-		     (uint64_t)atomic_load(&srv->curr_conns));
+		     (uint64_t)atomic_load(&obs->curr_conns));
 	stats__put_u(k, STATS_COUNTER, "total_connections",
 		     "Client connections accepted",
-		     atomic_load(&srv->total_conns));
+		     atomic_load(&obs->total_conns));
 	stats__put_u(k, STATS_GAUGE, "tls_connections",
 		     "TLS client connections open (handshaking included)",
-		     srv->tls ? (uint64_t)atomic_load(&srv->tls->connections)
-			      : 0);
+		     tls.connections);
 	stats__put_u(k, STATS_GAUGE, "time_since_server_cert_refresh",
 		     "Seconds since the TLS certificate was last loaded",
-		     srv->tls ? refresh_age(srv->tls) : 0);
+		     refresh_age(&tls));
 	stats__put_u(
 		k, STATS_COUNTER, "rejected_connections",
 		"Client connections closed at once: max_connections were open",
-		atomic_load(&srv->rejected_conns));
+		atomic_load(&obs->rejected_conns));
 	stats__put_u(
 		k, STATS_GAUGE, "connection_structures",
 		"Connection structures allocated: open client connections and "
 		"listening sockets",
-		(uint64_t)atomic_load(&srv->curr_conns) +
-			(uint64_t)srv->nlisten_fd);
+		(uint64_t)atomic_load(&obs->curr_conns) + listener_count(obs));
 #define STATS_PUT(name, type, help) \
 	stats__put_u(k, STATS_##type, #name, help, s.name);
 	THREAD_STATS(STATS_PUT)
@@ -249,7 +280,7 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 		"rhkvd, which closes new connections instead",
 		0);
 	stats__put_u(k, STATS_GAUGE, "threads", "Worker threads",
-		     srv->nworkers);
+		     obs->nthreads);
 	stats__put_u(k, STATS_GAUGE, "bytes", help_bytes, cs.bytes);
 	stats__put_u(k, STATS_GAUGE, "curr_items", help_items, cs.curr_items);
 	stats__put_u(k, STATS_GAUGE, "hash_power_level",
@@ -260,8 +291,8 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 	stats__put_u(k, STATS_GAUGE, "retired_bytes", help_retired,
 		     cs.retired_bytes);
 	stats__put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
-		     server_conn_bytes(srv));
-	watch_counts(&srv->watch, &watchers, &sent, &skipped);
+		     conn_bytes(obs));
+	watch_counts(&obs->watch, &watchers, &sent, &skipped);
 	stats__put_u(k, STATS_COUNTER, "log_watcher_skipped",
 		     "Log lines dropped: a watcher's buffer was full", skipped);
 	stats__put_u(k, STATS_COUNTER, "log_watcher_sent",
@@ -305,7 +336,7 @@ void server_stats_each(struct server *srv, const struct stats_sink *k)
 		     "Items taken out of the cache because a prefix flush "
 		     "covered them",
 		     cs.prefix_reclaimed);
-	put_restore(k, srv);
+	put_restore(k, obs);
 	stats__put_u(k, STATS_GAUGE, "hash_buckets",
 		     "Buckets of the hash table", cs.table.size);
 	stats__put_u(k, STATS_GAUGE, "hash_is_expanding",
@@ -364,28 +395,28 @@ static void tls_fixed_settings(const struct stats_sink *k)
 	stats__put_text(k, "ssl_keyformat", NULL, "1");
 }
 
-static void stats_settings(struct server *srv, const struct stats_sink *k)
+static void stats_settings(struct observe *obs, const struct stats_sink *k)
 {
 	struct cache_stats cs;
 	struct settings_ctx x = { k, 0, true, 0 };
 	char cap[24];
 
-	cache_get_stats(srv->cache, &cs, false);
+	cache_get_stats(obs->cache, &cs, false);
 	x.maxbytes = cs.limit;
-	x.sweep = cache_sweep_enabled(srv->cache);
-	x.verify = tls_verify_flags(&srv->cfg);
-	config_each(&srv->cfg, settings_entry, &x);
+	x.sweep = cache_sweep_enabled(obs->cache);
+	x.verify = tls_numbers(obs).verify;
+	config_each(obs->cfg, settings_entry, &x);
 	tls_fixed_settings(k);
 	/* Not options: the most cache_memlimit can set (what the arena
 	 * holds); `stats detail` switches counting at run time. */
-	snprintf(cap, sizeof(cap), "%" PRIu64, cache_limit_max(srv->cache));
+	snprintf(cap, sizeof(cap), "%" PRIu64, cache_limit_max(obs->cache));
 	stats__put_text(k, "maxbytes_cap", NULL, cap);
 	stats__put_text(k, "stat_key_prefix", NULL,
-			(char[]){ srv->cfg.detail_delim, '\0' });
+			(char[]){ obs->cfg->detail_delim, '\0' });
 	stats__put_text(k, "watcher_logbuf_size", NULL, WATCH_BUF_TEXT);
 	stats__put_text(
 		k, "detail_enabled", NULL,
-		atomic_load_explicit(&srv->detail_on, memory_order_relaxed)
+		atomic_load_explicit(&obs->detail_on, memory_order_relaxed)
 			? "yes"
 			: "no");
 }
@@ -458,7 +489,7 @@ static bool class_shown(const struct cache_stats *cs, bool slabs)
 
 /* The entries of class STATS_ITEM_CLASS: `stats slabs`' (slabs) or `stats
  * items`', from cs; none when class_shown() says so. */
-static void put_item_class(struct server *srv, const struct stats_sink *k,
+static void put_item_class(struct observe *obs, const struct stats_sink *k,
 			   bool slabs, const struct cache_stats *c)
 {
 	static const char *const hits[] = {
@@ -470,7 +501,7 @@ static void put_item_class(struct server *srv, const struct stats_sink *k,
 
 	if (!class_shown(&cs, slabs))
 		return;
-	server_sum_stats(srv, &s);
+	observe_sum_stats(obs, &s);
 	/* Which group each is in: 'i' items, 's' slabs. */
 	const struct {
 		char group;
@@ -478,7 +509,7 @@ static void put_item_class(struct server *srv, const struct stats_sink *k,
 	} all[] = {
 		{ 'i', { "number", STATS_GAUGE, cs.curr_items, help_items } },
 		{ 'i',
-		  { "age", STATS_GAUGE, (uint64_t)cache_oldest_age(srv->cache),
+		  { "age", STATS_GAUGE, (uint64_t)cache_oldest_age(obs->cache),
 		    "Seconds since the oldest item was stored (a lower "
 		    "bound)" } },
 		{ 'i',
@@ -544,20 +575,20 @@ static void put_item_class(struct server *srv, const struct stats_sink *k,
 	}
 }
 
-static void stats_items(struct server *srv, const struct stats_sink *k)
+static void stats_items(struct observe *obs, const struct stats_sink *k)
 {
 	struct cache_stats cs;
 
-	cache_get_stats(srv->cache, &cs, false);
-	put_item_class(srv, k, false, &cs);
+	cache_get_stats(obs->cache, &cs, false);
+	put_item_class(obs, k, false, &cs);
 }
 
-static void stats_slabs(struct server *srv, const struct stats_sink *k)
+static void stats_slabs(struct observe *obs, const struct stats_sink *k)
 {
 	struct cache_stats cs;
 
-	cache_get_stats(srv->cache, &cs, false);
-	put_item_class(srv, k, true, &cs);
+	cache_get_stats(obs->cache, &cs, false);
+	put_item_class(obs, k, true, &cs);
 	stats__put_u(k, STATS_GAUGE, "active_slabs",
 		     "Classes holding memory for items: 1, or 0 when none is "
 		     "allocated",
@@ -570,18 +601,18 @@ static void stats_slabs(struct server *srv, const struct stats_sink *k)
 
 /* memcached's item size histogram is off unless started with it; rhkvd
  * has none. */
-static void stats_sizes(struct server *srv, const struct stats_sink *k)
+static void stats_sizes(struct observe *obs, const struct stats_sink *k)
 {
-	(void)srv;
+	(void)obs;
 	stats__put_text(k, "sizes_status",
 			"Whether the item size histogram is kept", "disabled");
 }
 
-static void stats_table(struct server *srv, const struct stats_sink *k)
+static void stats_table(struct observe *obs, const struct stats_sink *k)
 {
 	struct cache_stats cs;
 
-	cache_get_stats(srv->cache, &cs, true);
+	cache_get_stats(obs->cache, &cs, true);
 	stats__put_u(k, STATS_GAUGE, "buckets", "Buckets of the hash table",
 		     cs.table.size);
 	stats__put_u(k, STATS_GAUGE, "elements",
@@ -627,13 +658,13 @@ static uint64_t process_rss(void)
  * Where the memory goes, as the cache counts it (what -m bounds) and as
  * the allocator and the kernel see it, to cross-check the accounting.
  */
-static void stats_memory(struct server *srv, const struct stats_sink *k)
+static void stats_memory(struct observe *obs, const struct stats_sink *k)
 {
 	struct mallinfo2 mi = mallinfo2();
 	struct cache_stats cs;
 	uint64_t headers;
 
-	cache_get_stats(srv->cache, &cs, false);
+	cache_get_stats(obs->cache, &cs, false);
 	headers = (uint64_t)cs.curr_items * ITEM_HEADER_BYTES;
 	stats__put_u(k, STATS_GAUGE, "limit_maxbytes", help_limit, cs.limit);
 	stats__put_u(k, STATS_GAUGE, "accounted_bytes",
@@ -690,11 +721,11 @@ static void stats_memory(struct server *srv, const struct stats_sink *k)
 		     "Times a writer waited for removed items to be freed",
 		     cs.reclaim_waits);
 	stats__put_u(k, STATS_GAUGE, "conn_buffer_bytes", help_conn_bytes,
-		     server_conn_bytes(srv));
+		     conn_bytes(obs));
 	stats__put_u(
 		k, STATS_GAUGE, "conn_memory_limit",
 		"Bytes all connection buffers together may use (--conn-memory)",
-		srv->cfg.conn_memory);
+		obs->cfg->conn_memory);
 	/* The allocator's view (glibc): in use, and held from the kernel. */
 	stats__put_u(k, STATS_GAUGE, "malloc_in_use",
 		     "Bytes the C library's allocator has handed out",
@@ -708,7 +739,7 @@ static void stats_memory(struct server *srv, const struct stats_sink *k)
 }
 
 /* Per command class: count, mean and percentiles in µs (3 decimals). */
-static void stats_latency(struct server *srv, const struct stats_sink *k)
+static void stats_latency(struct observe *obs, const struct stats_sink *k)
 {
 	static const char help_pct[] =
 		"Service time in microseconds that this percentage of the "
@@ -728,7 +759,7 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 	static _Thread_local struct latency_snapshot lat[LAT_NCLASSES];
 	char name[64];
 
-	server_sum_latency(srv, lat);
+	observe_sum_latency(obs, lat);
 	for (unsigned int c = 0; c < LAT_NCLASSES; c++) {
 		const char *cls = lat_class_name[c];
 		uint64_t n = lat[c].count;
@@ -756,15 +787,15 @@ static void stats_latency(struct server *srv, const struct stats_sink *k)
 	}
 }
 
-bool stats_emit(struct server *srv, const struct stats_query *q,
+bool stats_emit(struct observe *obs, const struct stats_query *q,
 		const struct stats_sink *sink)
 {
 	static const struct {
 		const char *name;
-		void (*emit)(struct server *srv, const struct stats_sink *k);
-		void (*emit_q)(struct server *srv, const struct stats_query *q,
+		void (*emit)(struct observe *obs, const struct stats_sink *k);
+		void (*emit_q)(struct observe *obs, const struct stats_query *q,
 			       const struct stats_sink *k);
-	} groups[] = { { "", server_stats_each, NULL },
+	} groups[] = { { "", observe_stats_each, NULL },
 		       { "settings", stats_settings, NULL },
 		       { "items", stats_items, NULL },
 		       { "slabs", stats_slabs, NULL },
@@ -781,9 +812,9 @@ bool stats_emit(struct server *srv, const struct stats_query *q,
 		if (strlen(groups[i].name) == q->n &&
 		    (!q->n || !memcmp(groups[i].name, q->group, q->n))) {
 			if (groups[i].emit)
-				groups[i].emit(srv, sink);
+				groups[i].emit(obs, sink);
 			else
-				groups[i].emit_q(srv, q, sink);
+				groups[i].emit_q(obs, q, sink);
 			return true;
 		}
 	return false;

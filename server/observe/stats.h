@@ -108,7 +108,7 @@ static inline void stat_add(_Atomic unsigned long *s, unsigned long v)
 
 struct conn;
 struct session;
-struct server;
+struct observe;
 struct evbuffer;
 
 /* What an entry's value is, and so which member of its union holds it. */
@@ -169,22 +169,22 @@ struct stats_conn_row {
 
 /*
  * The net layer's walk of its client connections with a socket, for
- * `stats conns` (struct server's conns_walk, which the workers set when
- * they start): row(arg, ...) for each, while none of them can close; the
- * asking session's state is conn_parse_cmd.
+ * `stats conns` (struct observe_net's conns, observe.h): row(a, ...) for
+ * each, while none of them can close; the asking session's state is
+ * conn_parse_cmd. net is the net layer's own argument.
  */
-typedef void stats_conns_walk_fn(struct server *srv, const struct session *self,
-				 void (*row)(void *arg,
+typedef void stats_conns_walk_fn(void *net, const struct session *self,
+				 void (*row)(void *a,
 					     const struct stats_conn_row *r),
-				 void *arg);
+				 void *a);
 
 /*
  * Emits stats group q->group into sink; returns false for an unknown
  * group (nothing emitted). `reset` is not a group: callers call
- * server_reset_stats(); nor are `detail on|off`: stats_detail_enable().
+ * observe_reset_stats(); nor are `detail on|off`: stats_detail_enable().
  * Arguments are checked first with stats_args_error().
  */
-bool stats_emit(struct server *srv, const struct stats_query *q,
+bool stats_emit(struct observe *obs, const struct stats_query *q,
 		const struct stats_sink *sink);
 
 /* Why q's arguments are wrong (memcached's CLIENT_ERROR text), or NULL. */
@@ -195,18 +195,18 @@ const char *stats_args_error(const struct stats_query *q);
 enum stats_detail_op { DETAIL_GET, DETAIL_SET, DETAIL_DEL };
 
 /* Turns counting on or off (counts so far are kept). */
-void stats_detail_enable(struct server *srv, bool on);
+void stats_detail_enable(struct observe *obs, bool on);
 /* Counts op on key's prefix (hit: a get that found the key); a no-op
  * unless detail is on. Any thread. */
-void stats_detail_record(struct server *srv, const char *key, size_t n,
+void stats_detail_record(struct observe *obs, const char *key, size_t n,
 			 enum stats_detail_op op, bool hit);
 /* Forgets every prefix and its counts (`stats reset`); counting stays on
  * or off. Any thread. */
-void stats_detail_reset(struct server *srv);
+void stats_detail_reset(struct observe *obs);
 /* Frees the counts (at shutdown). */
-void stats_detail_free(struct server *srv);
+void stats_detail_free(struct observe *obs);
 /* `stats detail dump`'s entries (stats_emit calls it). */
-void stats_detail_dump(struct server *srv, const struct stats_sink *sink);
+void stats_detail_dump(struct observe *obs, const struct stats_sink *sink);
 
 /* Enough for any value stats_entry_value() formats (-DBL_MAX as %.3f is
  * 314 characters). */
@@ -222,17 +222,17 @@ void stats_text_entry(void *arg, const struct stats_entry *e);
 
 /* The hot keys' top 10 per class as Prometheus series (stats_hotkeys.c;
  * key names only with --metrics-hotkey-names). */
-void stats_hotkeys_metrics(struct server *srv, struct evbuffer *b);
+void stats_hotkeys_metrics(struct observe *obs, struct evbuffer *b);
 
 /* The general stats (stats_emit with n == 0). */
-void server_stats_each(struct server *srv, const struct stats_sink *sink);
+void observe_stats_each(struct observe *obs, const struct stats_sink *sink);
 /* Adds up every worker's counters, minus the last reset. */
-void server_sum_stats(struct server *srv, struct stats_sum *sum);
+void observe_sum_stats(struct observe *obs, struct stats_sum *sum);
 /* Merges every worker's histograms for each class, minus the last reset. */
-void server_sum_latency(struct server *srv,
-			struct latency_snapshot out[LAT_NCLASSES]);
+void observe_sum_latency(struct observe *obs,
+			 struct latency_snapshot out[LAT_NCLASSES]);
 /* `stats reset`: counters, connection totals and histograms start over;
  * `stats detail`'s prefixes are forgotten. */
-void server_reset_stats(struct server *srv);
+void observe_reset_stats(struct observe *obs);
 
 #endif

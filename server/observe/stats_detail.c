@@ -5,7 +5,7 @@
  *
  * Bounded: at most DETAIL_PREFIXES prefixes, each at most a key long; once
  * the table is full a new prefix goes uncounted. Off by default; while off
- * a command pays one relaxed load (server_detail). While on, one mutex
+ * a command pays one relaxed load (observe_detail). While on, one mutex
  * guards the table (memcached takes one global lock too): `stats detail`
  * is a debugging aid, not a production path. The table is allocated the
  * first time counting is turned on and kept until shutdown; `stats
@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "config.h"
+#include "observe.h"
 
 #define DETAIL_PREFIXES 1024
 #define DETAIL_SLOTS	2048 /* open addressing, at most half full */
@@ -38,14 +39,14 @@ struct stats_detail {
 	uint16_t slot[DETAIL_SLOTS];
 };
 
-static struct stats_detail *detail_of(struct server *srv)
+static struct stats_detail *detail_of(struct observe *obs)
 {
-	return atomic_load_explicit(&srv->detail, memory_order_acquire);
+	return atomic_load_explicit(&obs->detail, memory_order_acquire);
 }
 
-void stats_detail_enable(struct server *srv, bool on)
+void stats_detail_enable(struct observe *obs, bool on)
 {
-	if (on && !detail_of(srv)) {
+	if (on && !detail_of(obs)) {
 		struct stats_detail *d = calloc(1, sizeof(*d)), *none = NULL;
 
 		if (!d)
@@ -53,20 +54,20 @@ void stats_detail_enable(struct server *srv, bool on)
 		pthread_mutex_init(&d->lock, NULL);
 		/* Two `stats detail on` at once: one table wins. */
 		if (!atomic_compare_exchange_strong_explicit(
-			    &srv->detail, &none, d, memory_order_acq_rel,
+			    &obs->detail, &none, d, memory_order_acq_rel,
 			    memory_order_acquire)) {
 			pthread_mutex_destroy(&d->lock);
 			free(d);
 		}
 	}
-	atomic_store_explicit(&srv->detail_on, on, memory_order_release);
+	atomic_store_explicit(&obs->detail_on, on, memory_order_release);
 }
 
-void stats_detail_free(struct server *srv)
+void stats_detail_free(struct observe *obs)
 {
-	struct stats_detail *d = atomic_exchange(&srv->detail, NULL);
+	struct stats_detail *d = atomic_exchange(&obs->detail, NULL);
 
-	atomic_store(&srv->detail_on, false);
+	atomic_store(&obs->detail_on, false);
 	if (!d)
 		return;
 	for (unsigned int i = 0; i < d->count; i++)
@@ -75,9 +76,9 @@ void stats_detail_free(struct server *srv)
 	free(d);
 }
 
-void stats_detail_reset(struct server *srv)
+void stats_detail_reset(struct observe *obs)
 {
-	struct stats_detail *d = detail_of(srv);
+	struct stats_detail *d = detail_of(obs);
 
 	if (!d)
 		return;
@@ -124,15 +125,15 @@ static struct detail_prefix *prefix_find(struct stats_detail *d, const char *p,
 	return e;
 }
 
-void stats_detail_record(struct server *srv, const char *key, size_t n,
+void stats_detail_record(struct observe *obs, const char *key, size_t n,
 			 enum stats_detail_op op, bool hit)
 {
-	struct stats_detail *d = detail_of(srv);
-	const char *delim = n ? memchr(key, srv->cfg.detail_delim, n) : NULL;
+	struct stats_detail *d = detail_of(obs);
+	const char *delim = n ? memchr(key, obs->cfg->detail_delim, n) : NULL;
 	struct detail_prefix *e;
 
 	if (!d || !delim ||
-	    !atomic_load_explicit(&srv->detail_on, memory_order_relaxed))
+	    !atomic_load_explicit(&obs->detail_on, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&d->lock);
 	e = prefix_find(d, key, (size_t)(delim - key));
@@ -154,9 +155,9 @@ void stats_detail_record(struct server *srv, const char *key, size_t n,
 }
 
 /* `stats detail dump`: "PREFIX <p> get N hit N set N del N" per prefix. */
-void stats_detail_dump(struct server *srv, const struct stats_sink *k)
+void stats_detail_dump(struct observe *obs, const struct stats_sink *k)
 {
-	struct stats_detail *d = detail_of(srv);
+	struct stats_detail *d = detail_of(obs);
 	/* a prefix, or its base64 and " b" (proto_text_key) */
 	char name[PROTO_TEXT_KEY_MAX + 3], value[100], line[sizeof(name) + 120];
 	bool b64;

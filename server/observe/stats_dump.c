@@ -13,7 +13,7 @@
 #include <sys/un.h>
 
 #include "common/clock.h"
-#include "server.h"
+#include "observe.h"
 #include "stats_internal.h"
 
 /* "tcp:127.0.0.1:11211", "tcp6:[::1]:11211", "udp:0.0.0.0:11211",
@@ -56,15 +56,6 @@ static bool sock_addr(int fd, bool peer, bool udp, char *buf, size_t n)
 		      : getsockname(fd, (struct sockaddr *)&ss, &len);
 
 	return rc == 0 && format_addr(&ss, len, udp, buf, n);
-}
-
-/* Whether fd is one of -U's UDP sockets. */
-static bool is_udp(const struct server *srv, int fd)
-{
-	for (int i = 0; i < srv->nudp_fd; i++)
-		if (srv->udp_fd[i] == fd)
-			return true;
-	return false;
 }
 
 static void put_conn_text(const struct stats_sink *k, int fd, const char *name,
@@ -118,30 +109,38 @@ static void conn_row(void *arg, const struct stats_conn_row *r)
 /*
  * `stats conns`: the listening sockets (-U's UDP sockets among them), then
  * every client connection with a socket, as the net layer's walk gives
- * them (conns_walk).
+ * them (struct observe_net's conns).
  */
-void stats__conns(struct server *srv, const struct stats_query *q,
+struct listener_ctx {
+	const struct stats_sink *k;
+	uint64_t idle; /* seconds since the start */
+};
+
+static void listener_rows(void *arg, int fd, bool udp)
+{
+	const struct listener_ctx *x = arg;
+	char addr[160];
+
+	if (sock_addr(fd, false, udp, addr, sizeof(addr)))
+		put_conn_text(x->k, fd, "addr", help_addr, addr);
+	/* A UDP socket is read, as memcached's UDP connections are: its
+	 * datagrams are its requests. */
+	put_conn_text(x->k, fd, "state", help_state,
+		      udp ? "conn_read" : "conn_listening");
+	put_conn_u(x->k, fd, "secs_since_last_cmd", help_idle, x->idle);
+}
+
+void stats__conns(struct observe *obs, const struct stats_query *q,
 		  const struct stats_sink *k)
 {
 	int64_t now = clock_now_s();
-	char addr[160];
+	struct listener_ctx lx = { k, (uint64_t)(now - obs->started) };
 
-	for (int i = 0; i < srv->nlisten_fd; i++) {
-		int fd = srv->listen_fd[i];
-		bool udp = is_udp(srv, fd);
-
-		if (sock_addr(fd, false, udp, addr, sizeof(addr)))
-			put_conn_text(k, fd, "addr", help_addr, addr);
-		/* A UDP socket is read, as memcached's UDP connections are:
-		 * its datagrams are its requests. */
-		put_conn_text(k, fd, "state", help_state,
-			      udp ? "conn_read" : "conn_listening");
-		put_conn_u(k, fd, "secs_since_last_cmd", help_idle,
-			   (uint64_t)(now - srv->started));
-	}
-	if (srv->conns_walk)
-		srv->conns_walk(srv, q->self, conn_row,
-				&(struct row_ctx){ .k = k, .now = now });
+	if (obs->net.listeners)
+		obs->net.listeners(obs->net.arg, listener_rows, &lx);
+	if (obs->net.conns)
+		obs->net.conns(obs->net.arg, q->self, conn_row,
+			       &(struct row_ctx){ .k = k, .now = now });
 }
 
 /* memcached bounds a cachedump's reply to 2 MiB. */
@@ -193,7 +192,7 @@ static void dump_item(const struct item *it, void *arg)
  * only class is 1. memcached 1.6 lists only its cold LRU here; rhkvd lists
  * every live item (libmemcached's memcdump reads this).
  */
-void stats__cachedump(struct server *srv, const struct stats_query *q,
+void stats__cachedump(struct observe *obs, const struct stats_query *q,
 		      const struct stats_sink *k)
 {
 	struct dump_ctx d = { .k = k };
@@ -205,7 +204,7 @@ void stats__cachedump(struct server *srv, const struct stats_query *q,
 	    cls != STATS_ITEM_CLASS)
 		return;
 	do
-		cursor = cache_scan(srv->cache, cursor, 256, dump_item, &d);
+		cursor = cache_scan(obs->cache, cursor, 256, dump_item, &d);
 	while (cursor && !d.full);
 }
 

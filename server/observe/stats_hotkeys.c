@@ -9,19 +9,20 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server.h"
+#include "config.h"
+#include "observe.h"
 #include "stats_internal.h"
 
 /* The report of one class over every worker; false when tracking is off
  * or memory ran out (then nothing to free). */
-static bool report(struct server *srv, enum hotkeys_class cls, size_t n,
+static bool report(struct observe *obs, enum hotkeys_class cls, size_t n,
 		   struct hotkeys_report *r)
 {
-	hotkeys_report_begin(r, &srv->hotkeys, cls);
-	if (!srv->hotkeys.sample)
+	hotkeys_report_begin(r, &obs->hotkeys, cls);
+	if (!obs->hotkeys.sample)
 		return false;
-	for (unsigned int i = 0; i < srv->nworkers; i++)
-		hotkeys_report_add(r, &srv->workers[i].hot);
+	for (unsigned int i = 0; i < obs->nthreads; i++)
+		hotkeys_report_add(r, &obs->threads[i].hot);
 	if (hotkeys_report_end(r, n)) {
 		hotkeys_report_free(r);
 		return false;
@@ -97,7 +98,7 @@ static void put_class(const struct stats_sink *k,
 		put_key(k, r, i);
 }
 
-void stats__hotkeys(struct server *srv, const struct stats_query *q,
+void stats__hotkeys(struct observe *obs, const struct stats_query *q,
 		    const struct stats_sink *k)
 {
 	struct hotkeys_report r[HOTKEYS_NCLASSES];
@@ -108,16 +109,16 @@ void stats__hotkeys(struct server *srv, const struct stats_query *q,
 		return;
 	stats__put_u(k, STATS_GAUGE, "sample",
 		     "One request in this many is sampled (0: tracking off)",
-		     srv->hotkeys.sample);
-	if (!srv->hotkeys.sample)
+		     obs->hotkeys.sample);
+	if (!obs->hotkeys.sample)
 		return;
 	for (int c = 0; c < HOTKEYS_NCLASSES; c++)
-		ok[c] = report(srv, (enum hotkeys_class)c, n, &r[c]);
+		ok[c] = report(obs, (enum hotkeys_class)c, n, &r[c]);
 	stats__put_u(k, STATS_GAUGE, "counters",
 		     "Counters per worker, class and window", HOTKEYS_COUNTERS);
 	stats__put_u(k, STATS_GAUGE, "window",
 		     "Seconds of one window (--hotkeys-window)",
-		     (uint64_t)srv->cfg.hotkeys_window);
+		     (uint64_t)obs->cfg->hotkeys_window);
 	if (ok[HOTKEYS_READ])
 		stats__put_real(k, "seconds",
 				"Seconds the counts cover: the current window "
@@ -174,7 +175,7 @@ static void metric_labels(struct evbuffer *b, const struct hotkeys_report *r,
 	evbuffer_add(b, "}", 1);
 }
 
-void stats_hotkeys_metrics(struct server *srv, struct evbuffer *b)
+void stats_hotkeys_metrics(struct observe *obs, struct evbuffer *b)
 {
 	static const struct {
 		const char *name, *help;
@@ -189,12 +190,12 @@ void stats_hotkeys_metrics(struct server *srv, struct evbuffer *b)
 	};
 	struct hotkeys_report r[HOTKEYS_NCLASSES];
 	bool ok[HOTKEYS_NCLASSES];
-	bool names = srv->cfg.metrics_hotkey_names;
+	bool names = obs->cfg->metrics_hotkey_names;
 
-	if (!srv->hotkeys.sample)
+	if (!obs->hotkeys.sample)
 		return;
 	for (int c = 0; c < HOTKEYS_NCLASSES; c++)
-		ok[c] = report(srv, (enum hotkeys_class)c, HOTKEYS_TOP_DEFAULT,
+		ok[c] = report(obs, (enum hotkeys_class)c, HOTKEYS_TOP_DEFAULT,
 			       &r[c]);
 	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]); s++) {
 		evbuffer_add_printf(b, "# HELP rhkv_%s %s\n", series[s].name,

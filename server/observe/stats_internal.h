@@ -9,7 +9,7 @@
 
 #include "stats.h"
 
-struct server;
+struct observe;
 
 /* The one item class rhkvd shows (`stats items`, `slabs`, `cachedump`):
  * every item is in it (docs/stats.md says why). */
@@ -28,13 +28,13 @@ void stats__put_real(const struct stats_sink *k, const char *name,
 bool stats__arg_u64(const char *p, size_t n, size_t *pos, uint64_t *v);
 
 /* `stats conns` and `stats cachedump <class> <limit>` (stats_dump.c). */
-void stats__conns(struct server *srv, const struct stats_query *q,
+void stats__conns(struct observe *obs, const struct stats_query *q,
 		  const struct stats_sink *k);
-void stats__cachedump(struct server *srv, const struct stats_query *q,
+void stats__cachedump(struct observe *obs, const struct stats_query *q,
 		      const struct stats_sink *k);
 
 /* `stats hotkeys [n]` (stats_hotkeys.c), and why its n is wrong or NULL. */
-void stats__hotkeys(struct server *srv, const struct stats_query *q,
+void stats__hotkeys(struct observe *obs, const struct stats_query *q,
 		    const struct stats_sink *k);
 const char *stats__hotkeys_args_error(const struct stats_query *q);
 

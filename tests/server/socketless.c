@@ -18,14 +18,11 @@ void socketless_start(struct server *srv, struct worker *w)
 	cr_assert_eq(config_parse(&srv->cfg, 1, argv), 0);
 	srv->cache = cache_create(1, 16u << 20);
 	cr_assert_not_null(srv->cache);
-	pthread_mutex_init(&srv->stats_lock, NULL);
+	cr_assert_eq(observe_init(&srv->obs, &srv->cfg, srv->cache, 1), 0);
 	conn_budget_init(&srv->budget, srv->cfg.conn_memory);
-	srv->started = cache_now();
 	pthread_mutex_init(&w->lock, NULL);
-	watch_hub_init(&srv->watch);
 	w->srv = srv;
-	w->lat = calloc(LAT_NCLASSES, sizeof(*w->lat));
-	cr_assert_not_null(w->lat);
+	w->obs = &srv->obs.threads[0];
 	srv->workers = w;
 	srv->nworkers = 1;
 }
@@ -46,11 +43,8 @@ void socketless_stop(struct server *srv, struct worker *w)
 		conn_close(w->conns);
 	auth_destroy(&srv->auth);
 	cache_destroy(srv->cache);
-	free(w->lat);
-	stats_detail_free(srv);
-	watch_hub_destroy(&srv->watch);
+	observe_destroy(&srv->obs);
 	pthread_mutex_destroy(&w->lock);
-	pthread_mutex_destroy(&srv->stats_lock);
 	conn_budget_destroy(&srv->budget);
 	rhkv_rcu_unregister_thread();
 }

@@ -89,7 +89,7 @@ Test(conn_memory, quit_and_eof_close)
 	cr_assert(conn_memory_feed(c, "get a", 5, false, replies));
 	cr_assert_eq(conn_memory_feed(c, NULL, 0, true, replies), false,
 		     "open after EOF");
-	cr_assert_eq(atomic_load(&srv.curr_conns), 0);
+	cr_assert_eq(atomic_load(&srv.obs.curr_conns), 0);
 }
 
 Test(conn_memory, binary_frames_and_a_fatal_one)

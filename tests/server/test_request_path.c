@@ -133,7 +133,7 @@ static unsigned long stat_get_expired(void)
 {
 	struct stats_sum s;
 
-	server_sum_stats(&srv, &s);
+	observe_sum_stats(&srv.obs, &s);
 	return s.get_expired;
 }
 

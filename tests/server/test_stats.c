@@ -55,7 +55,7 @@ static bool emit_args(const char *group, const char *args, struct seen *s)
 				       NULL };
 
 	s->n = 0;
-	return stats_emit(&srv, &q, &sink);
+	return stats_emit(&srv.obs, &q, &sink);
 }
 
 static bool emit(const char *group, struct seen *s)
@@ -188,7 +188,7 @@ static int dump(const char *group, const char *args, struct lines *l)
 
 	l->n = 0;
 	cr_assert_null(stats_args_error(&q), "%s %s", group, args);
-	cr_assert(stats_emit(&srv, &q, &sink));
+	cr_assert(stats_emit(&srv.obs, &q, &sink));
 	return l->n;
 }
 
@@ -257,22 +257,22 @@ Test(stats, detail_counts_per_prefix_only_while_on)
 	struct lines l;
 
 	cr_assert_eq(dump("detail", "dump", &l), 0);
-	stats_detail_record(&srv, "a:1", 3, DETAIL_GET, true);
+	stats_detail_record(&srv.obs, "a:1", 3, DETAIL_GET, true);
 	cr_assert_eq(dump("detail", "dump", &l), 0, "off: not counted");
-	stats_detail_enable(&srv, true);
-	stats_detail_record(&srv, "a:1", 3, DETAIL_GET, true);
-	stats_detail_record(&srv, "a:2", 3, DETAIL_GET, false);
-	stats_detail_record(&srv, "a:", 2, DETAIL_SET, false);
-	stats_detail_record(&srv, "b::c", 4, DETAIL_DEL, false);
-	stats_detail_record(&srv, "nodelim", 7, DETAIL_SET, false);
-	stats_detail_record(&srv, ":x", 2, DETAIL_SET, false);
+	stats_detail_enable(&srv.obs, true);
+	stats_detail_record(&srv.obs, "a:1", 3, DETAIL_GET, true);
+	stats_detail_record(&srv.obs, "a:2", 3, DETAIL_GET, false);
+	stats_detail_record(&srv.obs, "a:", 2, DETAIL_SET, false);
+	stats_detail_record(&srv.obs, "b::c", 4, DETAIL_DEL, false);
+	stats_detail_record(&srv.obs, "nodelim", 7, DETAIL_SET, false);
+	stats_detail_record(&srv.obs, ":x", 2, DETAIL_SET, false);
 	cr_assert_eq(dump("detail", "dump", &l), 3);
 	cr_assert_str_eq(l.line[0], "PREFIX a get 2 hit 1 set 1 del 0");
 	cr_assert_str_eq(l.name[0], "a");
 	cr_assert_str_eq(l.line[1], "PREFIX b get 0 hit 0 set 0 del 1");
 	cr_assert_str_eq(l.line[2], "PREFIX  get 0 hit 0 set 1 del 0");
-	stats_detail_enable(&srv, false);
-	stats_detail_record(&srv, "a:1", 3, DETAIL_GET, true);
+	stats_detail_enable(&srv.obs, false);
+	stats_detail_record(&srv.obs, "a:1", 3, DETAIL_GET, true);
 	cr_assert_eq(dump("detail", "dump", &l), 3);
 	cr_assert_str_eq(l.line[0], "PREFIX a get 2 hit 1 set 1 del 0");
 }
@@ -290,12 +290,12 @@ Test(stats, detail_is_bounded)
 	const struct stats_sink sink = { count_entry, &n };
 	char key[32];
 
-	stats_detail_enable(&srv, true);
+	stats_detail_enable(&srv.obs, true);
 	for (int i = 0; i < 5000; i++) {
 		int n = snprintf(key, sizeof(key), "p%d:k", i);
 
-		stats_detail_record(&srv, key, (size_t)n, DETAIL_SET, false);
+		stats_detail_record(&srv.obs, key, (size_t)n, DETAIL_SET, false);
 	}
-	cr_assert(stats_emit(&srv, &q, &sink));
+	cr_assert(stats_emit(&srv.obs, &q, &sink));
 	cr_assert_eq(n, 1024, "%d prefixes kept", n);
 }
