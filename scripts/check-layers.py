@@ -34,12 +34,6 @@ SHARED = {'config.h'}
 # Includes across layers that the layering does not allow yet: (file,
 # header) -> what removes them.
 KNOWN = {
-    ('cmd.c', 'tls.h'): 'TLS reload through a hook the net layer sets',
-    ('cmd.c', 'server.h'): 'executors take a session with what they use',
-    ('cmd_meta.c', 'server.h'): 'executors take a session with what they use',
-    ('proto_text.c', 'server.h'): 'front ends read settings from the session',
-    ('proto_binary.c', 'server.h'): 'front ends read settings from the session',
-    ('proto_mcbin.c', 'server.h'): 'front ends read settings from the session',
     ('conn.c', 'server.h'): 'struct worker in net/, the state net uses passed in',
     ('transport_memory.c', 'server.h'): 'struct worker in net/',
     ('transport_socket.c', 'server.h'): 'struct worker in net/',

@@ -388,9 +388,26 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 			 srv->cfg.auth_file);
 }
 
+/* refresh_certs (session.h's tls_reload). */
+static const char *reload_certs(void *arg)
+{
+	struct server *srv = arg;
+
+	return tls_reload(srv->tls, &srv->cfg);
+}
+
 static int start(struct server *srv)
 {
 	int per = srv->cfg.reuseport ? srv->cfg.threads : 1;
+
+	srv->env = (struct session_env){
+		.cfg = &srv->cfg,
+		.cache = srv->cache,
+		.obs = &srv->obs,
+		.auth = srv->auth,
+		.tls_reload = srv->tls ? reload_certs : NULL,
+		.tls_arg = srv,
+	};
 
 	srv->listen_fd =
 		calloc((size_t)(3 * srv->cfg.nlisten * per + 1), sizeof(int));

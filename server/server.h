@@ -15,6 +15,7 @@
 #include "config.h"
 #include "conn_budget.h"
 #include "observe.h"
+#include "session.h"
 
 struct conn;
 
@@ -95,6 +96,9 @@ struct server {
 	/* Counters, statistics, hot keys, watchers, the metrics endpoint
 	 * (observe.h): set up once the cache is. */
 	struct observe obs;
+	/* What executors and front ends may reach (session.h): set by
+	 * start() before the workers start. */
+	struct session_env env;
 	struct tls *tls;       /* --tls-port: the TLS context; NULL: none */
 	struct auth *auth;     /* -Y/--auth-file (auth.h); NULL: none */
 	struct event *sighup;  /* reloads the TLS certificate, the auth file */

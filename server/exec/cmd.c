@@ -19,8 +19,9 @@
 #include "reply.h"
 #include "proto/text.h"
 #include "proto/text_auth.h"
-#include "server.h"
-#include "tls.h"
+#include "cache.h"
+#include "config.h"
+#include "observe.h"
 
 #define REPLY(c) ((c)->reply)
 
@@ -48,7 +49,7 @@ static bool is_touch(enum req_cmd cmd)
  * it fails, but answered with the failure alone. */
 static void exec_get(struct session *c, const struct request *r)
 {
-	struct cache *cache = c->srv->cache;
+	struct cache *cache = c->env->cache;
 	struct thread_stats *st = c->stats;
 	const struct reply_ops *ops = REPLY(c);
 	bool touch = is_touch(r->cmd);
@@ -81,10 +82,10 @@ static void exec_get(struct session *c, const struct request *r)
 			}
 			rhkv_rcu_read_unlock();
 		}
-		if (watch_wants(&c->srv->obs.watch, PROTO_WATCH_FETCHERS))
-			watch_fetch(&c->srv->obs.watch, c->fd, key.p, key.n,
+		if (watch_wants(&c->env->obs->watch, PROTO_WATCH_FETCHERS))
+			watch_fetch(&c->env->obs->watch, c->fd, key.p, key.n,
 				    it != NULL, nbytes);
-		observe_detail(&c->srv->obs, key, DETAIL_GET, it != NULL);
+		observe_detail(c->env->obs, key, DETAIL_GET, it != NULL);
 		if (it) {
 			STAT_INC(st, get_hits);
 			if (touch)
@@ -134,9 +135,9 @@ void cmd_watch_store(struct session *c, struct cache_key key,
 		[CACHE_PREPEND] = "prepend", [CACHE_CAS] = "cas",
 	};
 
-	if (!watch_wants(&c->srv->obs.watch, PROTO_WATCH_MUTATIONS))
+	if (!watch_wants(&c->env->obs->watch, PROTO_WATCH_MUTATIONS))
 		return;
-	watch_store(&c->srv->obs.watch, c->fd, key.p, key.n, status,
+	watch_store(&c->env->obs->watch, c->fd, key.p, key.n, status,
 		    modes[mode], exptime ? exptime - cache_now() : 0, nbytes);
 }
 
@@ -168,15 +169,15 @@ static void exec_store(struct session *c, const struct request *r)
 		.nbytes = r->nbytes,
 		/* The classic append and prepend compare no cas. */
 		.cas_in = r->cmd == REQ_CAS ? r->cas : 0,
-		.nbytes_max = c->srv->cfg.max_item_size,
+		.nbytes_max = c->env->cfg->max_item_size,
 		.landed = r->landed,
 	};
 	uint64_t cas = 0;
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
-	observe_detail(&c->srv->obs, r->key, DETAIL_SET, false);
-	res = cache_write(c->srv->cache, c->thread, &w, &cas);
+	observe_detail(c->env->obs, r->key, DETAIL_SET, false);
+	res = cache_write(c->env->cache, c->thread, &w, &cas);
 	watch_stored(c, r, cmd_store_word(res));
 	switch (res) {
 	case CACHE_STORED:
@@ -212,7 +213,7 @@ static bool delete_cas_differs(struct session *c, const struct request *r)
 	bool differs;
 
 	rhkv_rcu_read_lock();
-	it = cache_find(c->srv->cache, r->key, NULL);
+	it = cache_find(c->env->cache, r->key, NULL);
 	differs = it && item_cas(it) != r->cas;
 	rhkv_rcu_read_unlock();
 	return differs;
@@ -226,9 +227,9 @@ static void exec_delete(struct session *c, const struct request *r)
 		say(c, r, REPLY_EXISTS, NULL);
 		return;
 	}
-	hit = cache_delete(c->srv->cache, r->key);
+	hit = cache_delete(c->env->cache, r->key);
 
-	observe_detail(&c->srv->obs, r->key, DETAIL_DEL, false);
+	observe_detail(c->env->obs, r->key, DETAIL_DEL, false);
 	if (hit)
 		STAT_INC(c->stats, delete_hits);
 	else
@@ -245,7 +246,7 @@ static enum cache_result incr_create(struct session *c, const struct request *r,
 	int n = snprintf(num, sizeof(num), "%" PRIu64, r->initial);
 
 	*value = r->initial;
-	return cache_store(c->srv->cache, c->thread, CACHE_ADD, r->key, 0,
+	return cache_store(c->env->cache, c->thread, CACHE_ADD, r->key, 0,
 			   cache_abs_exptime(r->exptime), num, (uint32_t)n, 0,
 			   cas);
 }
@@ -260,7 +261,7 @@ static void exec_incr(struct session *c, const struct request *r)
 
 	/* A create that loses a race with another store: incr again. */
 	for (int tries = 0; tries < 2 && !created; tries++) {
-		res = cache_incr(c->srv->cache, c->thread, r->key, incr,
+		res = cache_incr(c->env->cache, c->thread, r->key, incr,
 				 r->delta, r->cas, &value, &cas);
 		if (res != CACHE_NOT_FOUND || !r->create || r->cas)
 			break;
@@ -291,7 +292,7 @@ static void exec_incr(struct session *c, const struct request *r)
 
 static void exec_touch(struct session *c, const struct request *r)
 {
-	bool hit = cache_touch(c->srv->cache, r->key,
+	bool hit = cache_touch(c->env->cache, r->key,
 			       cache_abs_exptime(r->exptime));
 
 	STAT_INC(c->stats, cmd_touch);
@@ -323,7 +324,7 @@ static void exec_scan(struct session *c, const struct request *r)
 	struct scan_ctx sc = { c, r };
 	uint64_t next;
 
-	next = cache_scan(c->srv->cache, r->cursor, r->count, scan_key, &sc);
+	next = cache_scan(c->env->cache, r->cursor, r->count, scan_key, &sc);
 	REPLY(c)->keys_end(c, r, next);
 }
 
@@ -331,7 +332,7 @@ static void exec_scan(struct session *c, const struct request *r)
  * constant time); counted as memcached counts them. */
 static bool authenticate(struct session *c, const struct request *r)
 {
-	bool ok = auth_check(c->srv->auth, r->user.p, r->user.n, r->arg.p,
+	bool ok = auth_check(c->env->auth, r->user.p, r->user.n, r->arg.p,
 			     r->arg.n);
 
 	STAT_INC(c->stats, auth_cmds);
@@ -346,7 +347,7 @@ static bool authenticate(struct session *c, const struct request *r)
  * leaves an authenticated connection authenticated. */
 static void exec_auth(struct session *c, const struct request *r)
 {
-	if (!c->srv->auth) {
+	if (!c->env->auth) {
 		STAT_INC(c->stats, auth_cmds);
 		REPLY(c)->status(c, r, REPLY_NO_PASSWORD, NULL);
 	} else if (authenticate(c, r)) {
@@ -370,31 +371,31 @@ static void exec_auth_set(struct session *c, const struct request *r)
 /* Auth mechanisms (SASL LIST_MECHS): the protocol names them. */
 static void exec_auth_mechs(struct session *c, const struct request *r)
 {
-	REPLY(c)->status(c, r, c->srv->auth ? REPLY_OK : REPLY_NO_PASSWORD,
+	REPLY(c)->status(c, r, c->env->auth ? REPLY_OK : REPLY_NO_PASSWORD,
 			 NULL);
 }
 
 static void exec_stats(struct session *c, const struct request *r)
 {
-	struct server *srv = c->srv;
+	struct observe *obs = c->env->obs;
 	const struct stats_query q = { r->arg.p, r->arg.n, r->args.p, r->args.n,
 				       c };
 	const struct stats_sink *sink;
 	const char *bad;
 
 	if (is_word(r->arg, "reset")) {
-		observe_reset_stats(&srv->obs);
+		observe_reset_stats(obs);
 		REPLY(c)->status(c, r, REPLY_RESET, NULL);
 		return;
 	}
-	if (is_word(r->arg, "cachedump") && srv->cfg.disable_dumping) {
+	if (is_word(r->arg, "cachedump") && c->env->cfg->disable_dumping) {
 		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
 				 "stats cachedump not allowed"); /* -X */
 		return;
 	}
 	if (is_word(r->arg, "detail") &&
 	    (is_word(r->args, "on") || is_word(r->args, "off"))) {
-		stats_detail_enable(&srv->obs, is_word(r->args, "on"));
+		stats_detail_enable(obs, is_word(r->args, "on"));
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
@@ -404,7 +405,7 @@ static void exec_stats(struct session *c, const struct request *r)
 		return;
 	}
 	sink = REPLY(c)->stats_begin(c, r);
-	REPLY(c)->stats_end(c, r, stats_emit(&srv->obs, &q, sink));
+	REPLY(c)->stats_end(c, r, stats_emit(obs, &q, sink));
 }
 
 struct metadump_ctx {
@@ -457,12 +458,12 @@ void cmd_continue(struct session *c)
 {
 	/* The request is gone by now: the dump replies need none. */
 	struct metadump_ctx m = { c, NULL };
-	size_t hwm = c->srv->cfg.output_hwm;
+	size_t hwm = c->env->cfg->output_hwm;
 
 	if (!c->dumping)
 		return;
 	do
-		c->dump_cursor = cache_scan(c->srv->cache, c->dump_cursor, 256,
+		c->dump_cursor = cache_scan(c->env->cache, c->dump_cursor, 256,
 					    metadump_item, &m);
 	while (c->dump_cursor && !c->broken &&
 	       evbuffer_get_length(c->out) < hwm);
@@ -484,16 +485,16 @@ void cmd_continue(struct session *c)
 static void exec_lru_crawler(struct session *c, const struct request *r)
 {
 	if (is_word(r->arg, "crawl")) {
-		cache_crawl(c->srv->cache);
+		cache_crawl(c->env->cache);
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
 	if (is_word(r->arg, "enable") || is_word(r->arg, "disable")) {
-		cache_sweep_enable(c->srv->cache, is_word(r->arg, "enable"));
+		cache_sweep_enable(c->env->cache, is_word(r->arg, "enable"));
 		REPLY(c)->status(c, r, REPLY_OK, NULL);
 		return;
 	}
-	if (c->srv->cfg.disable_dumping) {
+	if (c->env->cfg->disable_dumping) {
 		/* -X; REPLY_ERROR with a message prints the message alone. */
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR metadump not allowed");
@@ -517,7 +518,7 @@ static void exec_lru_crawler(struct session *c, const struct request *r)
 /* watch: the connection becomes a log stream (watch.h). */
 static void exec_watch(struct session *c, const struct request *r)
 {
-	if (c->srv->cfg.disable_watch) /* -W */
+	if (c->env->cfg->disable_watch) /* -W */
 		REPLY(c)->status(c, r, REPLY_CLIENT_ERROR,
 				 "watch commands not allowed");
 	else if (c->batch_ran)
@@ -532,12 +533,12 @@ static void exec_watch(struct session *c, const struct request *r)
 
 static void exec_flush_all(struct session *c, const struct request *r)
 {
-	if (c->srv->cfg.disable_flush_all) {
+	if (c->env->cfg->disable_flush_all) {
 		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_ALL_REFUSED);
 		return;
 	}
 	STAT_INC(c->stats, cmd_flush);
-	cache_flush(c->srv->cache, r->delay);
+	cache_flush(c->env->cache, r->delay);
 	say(c, r, REPLY_OK, NULL);
 }
 
@@ -548,12 +549,12 @@ static void exec_flush_prefix(struct session *c, const struct request *r)
 	static const struct meta_result hd = { .code = META_HD };
 	enum cache_result res;
 
-	if (c->srv->cfg.disable_flush_all) {
+	if (c->env->cfg->disable_flush_all) {
 		say(c, r, REPLY_CLIENT_ERROR, CMD_FLUSH_PREFIX_REFUSED);
 		return;
 	}
 	STAT_INC(c->stats, cmd_flush_prefix);
-	res = cache_flush_prefix(c->srv->cache, r->key);
+	res = cache_flush_prefix(c->env->cache, r->key);
 	if (res == CACHE_STORED && r->cmd == REQ_MFLUSH_PREFIX)
 		REPLY(c)->meta(c, r, &hd);
 	else if (res == CACHE_STORED)
@@ -581,7 +582,7 @@ static void exec_verbosity(struct session *c, const struct request *r)
  * for more memory did not get it). */
 static void exec_memlimit(struct session *c, const struct request *r)
 {
-	struct cache *cache = c->srv->cache;
+	struct cache *cache = c->env->cache;
 	uint64_t want = (uint64_t)r->memlimit << 20;
 	uint64_t set = cache_set_limit(cache, want);
 	struct cache_restore rs;
@@ -611,7 +612,7 @@ static void exec_memlimit(struct session *c, const struct request *r)
  */
 static void exec_shutdown(struct session *c, const struct request *r)
 {
-	if (!c->srv->cfg.enable_shutdown) {
+	if (!c->env->cfg->enable_shutdown) {
 		REPLY(c)->status(c, r, REPLY_ERROR,
 				 "ERROR: shutdown not enabled");
 		return;
@@ -628,18 +629,18 @@ static void exec_shutdown(struct session *c, const struct request *r)
 }
 
 /* refresh_certs, memcached's command: the TLS certificate and key are
- * read again for new connections (tls.h); a bad file keeps the old. */
+ * read again for new connections (the net layer's reload, which the
+ * session's env holds); a bad file keeps the old. */
 static void exec_refresh_certs(struct session *c, const struct request *r)
 {
 	static _Thread_local char msg[600];
-	struct server *srv = c->srv;
 	const char *err;
 
-	if (!srv->tls) {
+	if (!c->env->tls_reload) {
 		say(c, r, REPLY_ERROR, "ERROR TLS is not enabled (--tls-port)");
 		return;
 	}
-	err = tls_reload(srv->tls, &srv->cfg);
+	err = c->env->tls_reload(c->env->tls_arg);
 	if (!err) {
 		say(c, r, REPLY_OK, NULL);
 		return;
@@ -780,7 +781,7 @@ void cmd_too_large(struct session *c, const struct request *r)
 	say(c, r, REPLY_TOO_LARGE, NULL);
 	/* memcached drops the old value on a too-large ms of any mode. */
 	if (r->cmd == REQ_SET || r->cmd == REQ_MSET)
-		cache_delete(c->srv->cache, r->key);
+		cache_delete(c->env->cache, r->key);
 }
 
 unsigned int cmd_latency_class(const struct request *r)

@@ -17,7 +17,9 @@
 #include "cmd_meta.h"
 #include "session.h"
 #include "reply.h"
-#include "server.h"
+#include "cache.h"
+#include "config.h"
+#include "observe.h"
 
 #define REPLY(c) ((c)->reply)
 
@@ -63,7 +65,7 @@ static uint64_t vivify(struct session *c, const struct request *r)
 		.seq_out = &seq,
 	};
 
-	if (cache_write(c->srv->cache, c->thread, &w, NULL) != CACHE_STORED)
+	if (cache_write(c->env->cache, c->thread, &w, NULL) != CACHE_STORED)
 		return 0;
 	return seq;
 }
@@ -90,7 +92,7 @@ static void mget_hit(struct session *c, const struct request *r,
 				    ? q->vivify_ttl
 				    : q->ttl;
 
-		cache_item_set_exptime(c->srv->cache, it, cache_abs_exptime(e));
+		cache_item_set_exptime(c->env->cache, it, cache_abs_exptime(e));
 		exp_now = atomic_load_explicit(&it->exptime,
 					       memory_order_relaxed);
 	}
@@ -139,7 +141,7 @@ static void mget_hit(struct session *c, const struct request *r,
 
 void cmd_mget(struct session *c, const struct request *r)
 {
-	struct cache *cache = c->srv->cache;
+	struct cache *cache = c->env->cache;
 	struct thread_stats *st = c->stats;
 	struct meta_result m = { .code = META_EN };
 	uint64_t created_seq = 0;
@@ -162,10 +164,10 @@ void cmd_mget(struct session *c, const struct request *r)
 	REPLY(c)->meta(c, r, &m);
 	rhkv_rcu_read_unlock();
 
-	if (watch_wants(&c->srv->obs.watch, PROTO_WATCH_FETCHERS))
-		watch_fetch(&c->srv->obs.watch, c->fd, r->key.p, r->key.n,
+	if (watch_wants(&c->env->obs->watch, PROTO_WATCH_FETCHERS))
+		watch_fetch(&c->env->obs->watch, c->fd, r->key.p, r->key.n,
 			    m.have_item, m.size);
-	observe_detail(&c->srv->obs, r->key, DETAIL_GET, m.have_item);
+	observe_detail(c->env->obs, r->key, DETAIL_GET, m.have_item);
 	if (r->meta->has_ttl) {
 		STAT_INC(st, cmd_touch);
 		m.have_item ? STAT_INC(st, touch_hits)
@@ -220,7 +222,7 @@ void cmd_mset(struct session *c, const struct request *r)
 		.stale_if_older = q->invalidate && mode == CACHE_CAS,
 		.vivify = q->has_vivify,
 		.vivify_exptime = cache_abs_exptime(q->vivify_ttl),
-		.nbytes_max = c->srv->cfg.max_item_size,
+		.nbytes_max = c->env->cfg->max_item_size,
 		.nbytes_out = &m.size,
 		/* A large value received straight into its item (conn.c) is
 		 * stored as it is, as the classic set stores it: no second
@@ -231,8 +233,8 @@ void cmd_mset(struct session *c, const struct request *r)
 	enum cache_result res;
 
 	STAT_INC(st, cmd_set);
-	observe_detail(&c->srv->obs, r->key, DETAIL_SET, false);
-	res = cache_write(c->srv->cache, c->thread, &w, &cas);
+	observe_detail(c->env->obs, r->key, DETAIL_SET, false);
+	res = cache_write(c->env->cache, c->thread, &w, &cas);
 	cmd_watch_store(c, r->key, mode, cmd_store_word(res), w.exptime,
 			r->nbytes);
 	switch (res) {
@@ -266,7 +268,7 @@ void cmd_mset(struct session *c, const struct request *r)
 void cmd_mdelete(struct session *c, const struct request *r)
 {
 	const struct req_meta *q = r->meta;
-	struct cache *cache = c->srv->cache;
+	struct cache *cache = c->env->cache;
 	uint64_t cas_in = q->has_cas ? r->cas : 0;
 	struct meta_result m = { .code = META_NF };
 	enum cache_result res;
@@ -292,7 +294,7 @@ void cmd_mdelete(struct session *c, const struct request *r)
 				       q->has_new_cas ? q->new_cas : 0, NULL);
 	else
 		res = cache_delete_cas(cache, r->key, cas_in);
-	observe_detail(&c->srv->obs, r->key, DETAIL_DEL, false);
+	observe_detail(c->env->obs, r->key, DETAIL_DEL, false);
 	switch (res) {
 	case CACHE_STORED:
 		STAT_INC(c->stats, delete_hits);
@@ -332,7 +334,7 @@ static bool marith_create(struct session *c, const struct request *r,
 	};
 	enum cache_result res;
 
-	res = cache_write(c->srv->cache, c->thread, &w, &out->cas);
+	res = cache_write(c->env->cache, c->thread, &w, &out->cas);
 	out->value = r->initial;
 	out->exptime_before = 0;
 	/* stored form: 0 never, 1 already expired (N-1) */
@@ -356,7 +358,7 @@ void cmd_marith(struct session *c, const struct request *r)
 
 	/* A create that loses a race with another store: count again. */
 	for (int tries = 0; tries < 2 && !created; tries++) {
-		res = cache_incr_meta(c->srv->cache, c->thread, r->key, incr,
+		res = cache_incr_meta(c->env->cache, c->thread, r->key, incr,
 				      r->delta, q->has_cas ? r->cas : 0,
 				      q->has_ttl, cache_abs_exptime(q->ttl),
 				      q->has_new_cas ? q->new_cas : 0, &out);
@@ -410,7 +412,7 @@ void cmd_mdebug(struct session *c, const struct request *r)
 
 	STAT_INC(c->stats, cmd_meta);
 	rhkv_rcu_read_lock();
-	it = cache_lookup(c->srv->cache, r->key, NULL);
+	it = cache_lookup(c->env->cache, r->key, NULL);
 	if (it) {
 		uint8_t usage =
 			atomic_load_explicit(&it->usage, memory_order_relaxed);

@@ -17,13 +17,33 @@
 struct evbuffer;
 struct hotkeys_worker;
 struct item;
+struct auth;
+struct cache;
+struct config;
+struct observe;
 struct reply_ops;
-struct server;
 struct thread_stats;
+
+/*
+ * What every session of the server shares: the top sets it up before the
+ * workers start, and it does not change while they run (what it points
+ * to keeps its own rules). Executors and front ends reach the rest of the
+ * server only through it.
+ */
+struct session_env {
+	const struct config *cfg;
+	struct cache *cache;
+	struct observe *obs; /* counters, stats, hot keys, watch */
+	struct auth *auth;   /* -Y/--auth-file (auth.h); NULL: none */
+	/* refresh_certs: loads the TLS certificate and key again; NULL on
+	 * success, else why not. NULL: no TLS listener. */
+	const char *(*tls_reload)(void *arg);
+	void *tls_arg;
+};
 
 struct session {
 	/* Set when the connection opens. */
-	struct server *srv;
+	const struct session_env *env;
 	unsigned int thread;	    /* the worker's id (0-based) */
 	struct thread_stats *stats; /* the worker's counters */
 	struct hotkeys_worker *hot; /* the worker's hot-key samples */

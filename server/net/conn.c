@@ -182,7 +182,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->transport = t;
 	c->rcap = RBUF_INITIAL;
 	c->rbuf = malloc(c->rcap);
-	c->s.srv = w->srv;
+	c->s.env = &w->srv->env;
 	c->s.thread = w->id;
 	c->s.stats = &w->obs->stats;
 	c->s.hot = &w->obs->hot;

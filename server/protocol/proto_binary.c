@@ -15,7 +15,8 @@
 #include "protocol.h"
 #include "proto/binary.h"
 #include "proto/text.h"
-#include "server.h"
+#include "config.h"
+#include "stats.h"
 
 /* A connection's replies, staged, and its decoders: two, because the batch
  * loop decodes one frame ahead while the current one's request still
@@ -331,7 +332,7 @@ static enum decode_status decode(struct session *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
 	struct bin_state *s = state(c);
-	const struct config *cfg = &c->srv->cfg;
+	const struct config *cfg = c->env->cfg;
 	size_t limit = c->authed ? proto_bin_body_limit(cfg->max_item_size)
 				 : CONN_PREAUTH_LIMIT;
 	struct proto_bin_req *q = &s->req[slot];

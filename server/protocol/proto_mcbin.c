@@ -12,7 +12,8 @@
 #include "session.h"
 #include "protocol.h"
 #include "proto/mcbin.h"
-#include "server.h"
+#include "config.h"
+#include "stats.h"
 
 /* ---- decoding ---- */
 
@@ -139,7 +140,7 @@ static enum decode_status decode(struct session *c, const char *buf, size_t n,
 				 unsigned int slot, struct request *r)
 {
 	uint32_t value_max =
-		c->authed ? c->srv->cfg.max_item_size : CONN_PREAUTH_LIMIT;
+		c->authed ? c->env->cfg->max_item_size : CONN_PREAUTH_LIMIT;
 	struct mcbin_req q;
 
 	(void)slot; /* requests point into buf: nothing kept per slot */

@@ -16,7 +16,8 @@
 #include "proto/meta.h"
 #include "proto/text.h"
 #include "proto/text_auth.h"
-#include "server.h"
+#include "config.h"
+#include "stats.h"
 
 /* The letters of the flags meta requests name, in proto/meta.h and
  * request.h alike. */
@@ -285,7 +286,7 @@ static enum decode_status decode_meta(struct session *c, const char *buf,
  * read (proto/text_auth.h). */
 static bool handshake_only(const struct session *c)
 {
-	const struct auth *a = c->srv->auth;
+	const struct auth *a = c->env->auth;
 
 	return !c->authed && a && auth_form(a) == AUTH_FORM_USERS;
 }
@@ -333,9 +334,9 @@ static enum decode_status decode(struct session *c, const char *buf, size_t n,
 {
 	/* Before auth a value is discarded as it arrives, never buffered. */
 	const struct proto_limits lim = {
-		.max_value = c->authed ? c->srv->cfg.max_item_size
+		.max_value = c->authed ? c->env->cfg->max_item_size
 				       : CONN_PREAUTH_LIMIT,
-		.max_get_line = (uint32_t)text_get_line_max(&c->srv->cfg),
+		.max_get_line = (uint32_t)text_get_line_max(c->env->cfg),
 		.no_newline = c->text_no_newline,
 	};
 	struct proto_req q;
@@ -395,7 +396,7 @@ static enum decode_status decode(struct session *c, const char *buf, size_t n,
 				       .status = REPLY_CLIENT_ERROR,
 				       .message = q.error };
 		if (q.cmd == PROTO_CMD_FLUSH_ALL &&
-		    c->srv->cfg.disable_flush_all)
+		    c->env->cfg->disable_flush_all)
 			r->message = CMD_FLUSH_ALL_REFUSED;
 		return DECODE_REJECT;
 	case PROTO_TOO_LARGE:
@@ -516,7 +517,7 @@ static void value(struct session *c, const struct request *r, struct item *it)
 	if (c->close_when_done)
 		return;
 	if (evbuffer_get_length(c->out) - c->reply_start >
-	    c->srv->cfg.conn_memory) {
+	    c->env->cfg->conn_memory) {
 		log_info("closing connection %d: a get reply past "
 			 "--conn-memory",
 			 c->fd);

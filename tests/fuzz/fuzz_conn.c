@@ -52,16 +52,19 @@ static void setup(struct fake *f, unsigned int kind)
 			abort();
 	}
 	f->srv.cache = cache_create(1, CACHE_LIMIT);
-	pthread_mutex_init(&f->srv.stats_lock, NULL);
+	if (!f->srv.cache ||
+	    observe_init(&f->srv.obs, &f->srv.cfg, f->srv.cache, 1))
+		abort();
+	f->srv.env = (struct session_env){ .cfg = &f->srv.cfg,
+					   .cache = f->srv.cache,
+					   .obs = &f->srv.obs,
+					   .auth = f->srv.auth };
 	conn_budget_init(&f->srv.budget, f->srv.cfg.conn_memory);
 	pthread_mutex_init(&f->w.lock, NULL);
-	watch_hub_init(&f->srv.watch);
 	f->w.srv = &f->srv;
-	f->w.lat = calloc(LAT_NCLASSES, sizeof(*f->w.lat));
+	f->w.obs = &f->srv.obs.threads[0];
 	f->srv.workers = &f->w;
 	f->srv.nworkers = 1;
-	if (!f->srv.cache || !f->w.lat)
-		abort();
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -19,6 +19,9 @@ void socketless_start(struct server *srv, struct worker *w)
 	srv->cache = cache_create(1, 16u << 20);
 	cr_assert_not_null(srv->cache);
 	cr_assert_eq(observe_init(&srv->obs, &srv->cfg, srv->cache, 1), 0);
+	srv->env = (struct session_env){ .cfg = &srv->cfg,
+					 .cache = srv->cache,
+					 .obs = &srv->obs };
 	conn_budget_init(&srv->budget, srv->cfg.conn_memory);
 	pthread_mutex_init(&w->lock, NULL);
 	w->srv = srv;
@@ -35,6 +38,7 @@ void socketless_auth(struct server *srv, const char *text)
 	cr_assert_eq(auth_from_text(&srv->auth, "test", text, strlen(text), err,
 				    sizeof(err)),
 		     0, "%s", err);
+	srv->env.auth = srv->auth;
 }
 
 void socketless_stop(struct server *srv, struct worker *w)
