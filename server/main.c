@@ -39,10 +39,10 @@ static bool pid_written;
 static void accepted(struct server *srv, evutil_socket_t fd,
 		     struct sockaddr *sa, bool tls)
 {
-	if (conn_admit(srv, fd, sa))
-		worker_hand_off(
-			&srv->workers[srv->next_worker++ % srv->nworkers], fd,
-			tls);
+	if (conn_admit(&srv->net, fd, sa))
+		worker_hand_off(&srv->net.workers[srv->net.next_worker++ %
+						  srv->net.nworkers],
+				fd, tls);
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd,
@@ -106,7 +106,7 @@ static int listen_reuseport(struct server *srv, const struct sockaddr *sa,
 			    int len, const char *spec, bool tls)
 {
 	int n = srv->cfg.threads;
-	int *fds = &srv->worker_listen_fd[srv->nworker_listen * n];
+	int *fds = &srv->net.worker_listen_fd[srv->net.nworker_listen * n];
 	int probe = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1, i;
 
@@ -127,16 +127,16 @@ static int listen_reuseport(struct server *srv, const struct sockaddr *sa,
 		fds[i] = reuseport_socket(srv, sa, len);
 		if (fds[i] < 0)
 			break;
-		srv->listen_fd[srv->nlisten_fd++] = fds[i];
+		srv->net.listen_fd[srv->net.nlisten_fd++] = fds[i];
 	}
 	if (i < n) {
 		log_error("cannot listen on %s: %s", spec, strerror(errno));
-		srv->nlisten_fd -= i;
+		srv->net.nlisten_fd -= i;
 		while (i > 0)
 			close(fds[--i]);
 		return -1;
 	}
-	srv->worker_listen_tls[srv->nworker_listen++] = tls;
+	srv->net.worker_listen_tls[srv->net.nworker_listen++] = tls;
 	log_info("listening on %s%s, a socket per worker", spec,
 		 tls ? " (TLS)" : "");
 	return 0;
@@ -197,7 +197,7 @@ static int listen_tcp(struct server *srv, const char *addr, int port, bool tls)
 		return -1;
 	}
 	mark_socket(srv, evconnlistener_get_fd(l));
-	srv->listen_fd[srv->nlisten_fd++] = evconnlistener_get_fd(l);
+	srv->net.listen_fd[srv->net.nlisten_fd++] = evconnlistener_get_fd(l);
 	srv->listeners[srv->nlisteners++] = l;
 	log_info("listening on %s%s", spec, tls ? " (TLS)" : "");
 	return 0;
@@ -225,8 +225,8 @@ static int listen_udp(struct server *srv, const char *addr, int port)
 		return -1;
 	}
 	mark_socket(srv, fd);
-	srv->udp_fd[srv->nudp_fd++] = fd;
-	srv->listen_fd[srv->nlisten_fd++] = fd;
+	srv->net.udp_fd[srv->net.nudp_fd++] = fd;
+	srv->net.listen_fd[srv->net.nlisten_fd++] = fd;
 	log_info("listening on UDP %s", spec);
 	return 0;
 }
@@ -253,7 +253,7 @@ static int listen_unix(struct server *srv, const char *path)
 		log_error("cannot listen on %s: %s", path, strerror(errno));
 		return -1;
 	}
-	srv->listen_fd[srv->nlisten_fd++] = evconnlistener_get_fd(l);
+	srv->net.listen_fd[srv->net.nlisten_fd++] = evconnlistener_get_fd(l);
 	srv->listeners[srv->nlisteners++] = l;
 	log_info("listening on unix socket %s", path);
 	return 0;
@@ -375,8 +375,8 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 
 	(void)sig;
 	(void)what;
-	if (srv->tls)
-		tls_reload(srv->tls, &srv->cfg);
+	if (srv->net.tls)
+		tls_reload(srv->net.tls, &srv->cfg);
 	if (!srv->auth)
 		return;
 	if (auth_reload(srv->auth, err, sizeof(err)))
@@ -393,7 +393,7 @@ static const char *reload_certs(void *arg)
 {
 	struct server *srv = arg;
 
-	return tls_reload(srv->tls, &srv->cfg);
+	return tls_reload(srv->net.tls, &srv->cfg);
 }
 
 static int start(struct server *srv)
@@ -405,15 +405,18 @@ static int start(struct server *srv)
 		.cache = srv->cache,
 		.obs = &srv->obs,
 		.auth = srv->auth,
-		.tls_reload = srv->tls ? reload_certs : NULL,
+		.tls_reload = srv->net.tls ? reload_certs : NULL,
 		.tls_arg = srv,
 	};
+	srv->net.cfg = &srv->cfg;
+	srv->net.env = &srv->env;
+	srv->net.obs = &srv->obs;
 
-	srv->listen_fd =
+	srv->net.listen_fd =
 		calloc((size_t)(3 * srv->cfg.nlisten * per + 1), sizeof(int));
-	srv->worker_listen_fd = calloc(
+	srv->net.worker_listen_fd = calloc(
 		(size_t)(2 * srv->cfg.nlisten * srv->cfg.threads), sizeof(int));
-	if (!srv->listen_fd || !srv->worker_listen_fd) {
+	if (!srv->net.listen_fd || !srv->net.worker_listen_fd) {
 		log_error("out of memory at start-up");
 		return EXIT_OS_ERROR;
 	}
@@ -461,7 +464,7 @@ static int start(struct server *srv)
 	if (!srv->sigterm || !srv->sigint || !srv->sighup || !srv->sigusr1 ||
 	    event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL) ||
 	    event_add(srv->sighup, NULL) || event_add(srv->sigusr1, NULL) ||
-	    workers_start(srv)) {
+	    workers_start(&srv->net)) {
 		log_error("cannot start: out of resources");
 		return EXIT_OS_ERROR;
 	}
@@ -484,17 +487,17 @@ static void stop(struct server *srv)
 	metrics_stop(&srv->obs);
 	if (srv->cfg.unix_socket)
 		unlink(srv->cfg.unix_socket);
-	if (srv->workers)
-		workers_stop(srv);
+	if (srv->net.workers)
+		workers_stop(&srv->net);
 	/* --reuseport sockets no worker took over (a failed start). */
-	for (int i = 0; i < srv->nworker_listen * srv->cfg.threads; i++)
-		if (srv->worker_listen_fd[i] >= 0)
-			close(srv->worker_listen_fd[i]);
-	srv->nworker_listen = 0;
+	for (int i = 0; i < srv->net.nworker_listen * srv->cfg.threads; i++)
+		if (srv->net.worker_listen_fd[i] >= 0)
+			close(srv->net.worker_listen_fd[i]);
+	srv->net.nworker_listen = 0;
 	/* The workers no longer read them. */
-	for (int i = 0; i < srv->nudp_fd; i++)
-		close(srv->udp_fd[i]);
-	srv->nudp_fd = 0;
+	for (int i = 0; i < srv->net.nudp_fd; i++)
+		close(srv->net.udp_fd[i]);
+	srv->net.nudp_fd = 0;
 	if (srv->sigterm)
 		event_free(srv->sigterm);
 	if (srv->sigint)
@@ -558,7 +561,7 @@ int main(int argc, char **argv)
 		log_error("libevent has no pthreads support");
 		return EXIT_OS_ERROR;
 	}
-	conn_budget_init(&srv.budget, srv.cfg.conn_memory);
+	conn_budget_init(&srv.net.budget, srv.cfg.conn_memory);
 	rc = create_cache(&srv);
 	if (rc)
 		return rc;
@@ -592,7 +595,8 @@ int main(int argc, char **argv)
 		cache_sweep_enable(srv.cache, false); /* -o no_lru_crawler */
 	/* The files are read before privileges are dropped; a reload reads
 	 * them as the user -u names. */
-	if (config_tls_enabled(&srv.cfg) && !(srv.tls = tls_create(&srv.cfg)))
+	if (config_tls_enabled(&srv.cfg) &&
+	    !(srv.net.tls = tls_create(&srv.cfg)))
 		rc = CONFIG_EXIT_USAGE;
 	else
 		rc = start(&srv);
@@ -608,12 +612,12 @@ int main(int argc, char **argv)
 			log_info("memory file %s sealed", srv.cfg.memory_file);
 	}
 	cache_destroy(srv.cache);
-	tls_destroy(srv.tls);
+	tls_destroy(srv.net.tls);
 	event_base_free(srv.base);
-	free(srv.listen_fd);
-	free(srv.worker_listen_fd);
+	free(srv.net.listen_fd);
+	free(srv.net.worker_listen_fd);
 	observe_destroy(&srv.obs);
-	conn_budget_destroy(&srv.budget);
+	conn_budget_destroy(&srv.net.budget);
 	rhkv_rcu_unregister_thread();
 	libevent_global_shutdown();
 	auth_destroy(&srv.auth);

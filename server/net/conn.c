@@ -25,7 +25,8 @@
 #include "proto/mcbin.h"
 #include "proto/text.h"
 #include "protocol.h"
-#include "server.h"
+#include "landing.h"
+#include "net.h"
 #include "transport.h"
 
 #define RBUF_INITIAL 16384
@@ -79,7 +80,7 @@ static bool landing(const struct conn *c)
  * buffers: one shared atomic add, only when they changed. */
 static void account(struct conn *c, size_t now)
 {
-	conn_budget_account(&c->w->srv->budget, c, now);
+	conn_budget_account(&c->w->net->budget, c, now);
 }
 
 static size_t buffer_bytes(const struct conn *c)
@@ -90,7 +91,7 @@ static size_t buffer_bytes(const struct conn *c)
 /* Whether connection buffers, all together, are past --conn-memory. */
 static bool conn_memory_full(const struct conn *c)
 {
-	return conn_budget_full(&c->w->srv->budget);
+	return conn_budget_full(&c->w->net->budget);
 }
 
 /* Leaves the --conn-memory queue and gives back the overdraft: the
@@ -98,32 +99,33 @@ static bool conn_memory_full(const struct conn *c)
 static void budget_cancel(struct conn *c)
 {
 	if (c->budget_wait || c->budget_over)
-		conn_budget_cancel(&c->w->srv->budget, c);
+		conn_budget_cancel(&c->w->net->budget, c);
 }
 
-bool conn_slot_take(struct server *srv)
+bool conn_slot_take(struct net *net)
 {
-	if (atomic_fetch_add(&srv->obs.curr_conns, 1) >= srv->cfg.conn_limit) {
-		atomic_fetch_sub(&srv->obs.curr_conns, 1);
-		atomic_fetch_add(&srv->obs.rejected_conns, 1);
+	if (atomic_fetch_add(&net->obs->curr_conns, 1) >=
+	    net->cfg->conn_limit) {
+		atomic_fetch_sub(&net->obs->curr_conns, 1);
+		atomic_fetch_add(&net->obs->rejected_conns, 1);
 		return false;
 	}
-	atomic_fetch_add(&srv->obs.total_conns, 1);
+	atomic_fetch_add(&net->obs->total_conns, 1);
 	return true;
 }
 
-void conn_slot_give(struct server *srv)
+void conn_slot_give(struct net *net)
 {
-	atomic_fetch_sub(&srv->obs.curr_conns, 1);
+	atomic_fetch_sub(&net->obs->curr_conns, 1);
 }
 
 static const char too_many[] = "ERROR Too many open connections\r\n";
 
-bool conn_admit(struct server *srv, int fd, const struct sockaddr *sa)
+bool conn_admit(struct net *net, int fd, const struct sockaddr *sa)
 {
 	int one = 1;
 
-	if (!conn_slot_take(srv)) {
+	if (!conn_slot_take(net)) {
 		/* Best effort, as memcached: the socket buffer is empty (a
 		 * TLS client reads it as a failed handshake). */
 		if (write(fd, too_many, sizeof(too_many) - 1) < 0)
@@ -174,7 +176,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	if (!c) {
 		if (fd >= 0)
 			close(fd);
-		conn_slot_give(w->srv);
+		conn_slot_give(w->net);
 		return NULL;
 	}
 	c->w = w;
@@ -182,7 +184,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->transport = t;
 	c->rcap = RBUF_INITIAL;
 	c->rbuf = malloc(c->rcap);
-	c->s.env = &w->srv->env;
+	c->s.env = w->net->env;
 	c->s.thread = w->id;
 	c->s.stats = &w->obs->stats;
 	c->s.hot = &w->obs->hot;
@@ -191,7 +193,7 @@ struct conn *conn_open(struct worker *w, const struct transport *t, int fd)
 	c->s.out = evbuffer_new();
 	atomic_init(&c->last_active, clock_now_s());
 	atomic_init(&c->state, CONN_NEW_CMD);
-	c->s.authed = w->srv->auth == NULL;
+	c->s.authed = w->net->env->auth == NULL;
 	pthread_mutex_lock(&w->lock);
 	c->next = w->conns;
 	if (c->next)
@@ -231,10 +233,10 @@ void conn_close(struct conn *c)
 	if (c->proto && c->proto->close)
 		c->proto->close(&c->s);
 	if (landing(c))
-		cache_landing_free(w->srv->cache, w->id, c->land->it);
+		exec_landing_free(&c->s, c->land->it);
 	free(c->land);
 	account(c, 0);
-	conn_slot_give(w->srv);
+	conn_slot_give(w->net);
 	free(c);
 }
 
@@ -250,7 +252,7 @@ bool conn_restart(struct conn *c)
 	c->proto = NULL;
 	c->s.reply = NULL;
 	c->s.pstate = NULL;
-	c->s.authed = c->w->srv->auth == NULL;
+	c->s.authed = c->w->net->env->auth == NULL;
 	c->s.batch_ran = 0;
 	c->s.text_no_newline = 0;
 	c->s.text_value_pending = false;
@@ -351,7 +353,7 @@ static bool conn_write(struct conn *c);
 static size_t run_batch(struct conn *c)
 {
 	const struct protocol *p = c->proto;
-	size_t hwm = c->w->srv->cfg.output_hwm;
+	size_t hwm = c->w->net->cfg->output_hwm;
 	struct request req[2];
 	enum decode_status st[2];
 	unsigned int cur = 0;
@@ -379,7 +381,7 @@ static size_t run_batch(struct conn *c)
 		else if (st[cur] == DECODE_OK && r->key.n)
 			/* Its bucket has arrived while the last one ran: the
 			 * item now, while the next request is decoded. */
-			cache_prefetch_item(c->w->srv->cache, r->key);
+			exec_prefetch_item(&c->s, r);
 		ahead = false;
 		if (st[cur] == DECODE_NEED_MORE)
 			break;
@@ -400,7 +402,7 @@ static size_t run_batch(struct conn *c)
 						cur ^ 1, next);
 			ahead = true;
 			if (st[cur ^ 1] == DECODE_OK && next->key.n)
-				cache_prefetch(c->w->srv->cache, next->key);
+				exec_prefetch(&c->s, next);
 		}
 		dispatch(c, st[cur], r, &t0);
 		if (c->transport->write_per_request && !conn_write(c))
@@ -425,7 +427,7 @@ static size_t run_batch(struct conn *c)
 static bool choose_protocol(struct conn *c)
 {
 	unsigned char b = (unsigned char)c->rbuf[0];
-	int only = c->w->srv->cfg.protocol;
+	int only = c->w->net->cfg->protocol;
 
 	c->proto = b == 0		  ? &protocol_binary
 		   : b == MCBIN_MAGIC_REQ ? &protocol_mcbin
@@ -455,7 +457,6 @@ static void land_consume(struct conn *c)
  * DECODE_NEED_VALUE. */
 static void land_start(struct conn *c)
 {
-	struct cache *cache = c->w->srv->cache;
 	struct landing *l = c->land;
 	struct request *r;
 	size_t have, n;
@@ -470,7 +471,7 @@ static void land_start(struct conn *c)
 		return; /* the same bytes decode alike: cannot happen */
 	l->hdr = (size_t)(r->value - c->rbuf);
 	l->tail = (uint32_t)(r->len - l->hdr - r->nbytes);
-	l->it = cache_landing_new(cache, c->w->id, r->key, r->flags, r->nbytes);
+	l->it = exec_landing_new(&c->s, r);
 	if (!l->it) {
 		/* It cannot fit even in an empty cache: refused as the store
 		 * would be, and the value discarded as it arrives. */
@@ -483,7 +484,7 @@ static void land_start(struct conn *c)
 		c->swallow = (uint64_t)r->nbytes + l->tail;
 		return;
 	}
-	l->dst = cache_landing_value(l->it);
+	l->dst = exec_landing_value(l->it);
 	/* What of the value came with the header moves into the item; the
 	 * rest of rbuf (at most the start of value_end) follows the header. */
 	have = c->rlen - l->hdr;
@@ -510,7 +511,7 @@ static bool land_finish(struct conn *c)
 	if (l->tail && memcmp(c->rbuf + l->hdr, r.value_end, l->tail) != 0) {
 		/* Not the ending the protocol wants: refused, as a request
 		 * that arrived whole would be. */
-		cache_landing_free(c->w->srv->cache, c->w->id, l->it);
+		exec_landing_free(&c->s, l->it);
 		if (!r.noreply)
 			c->proto->reply.status(&c->s, &r, r.status, r.message);
 		land_consume(c);
@@ -521,7 +522,7 @@ static bool land_finish(struct conn *c)
 	t0 = latency_now_ns();
 	dispatch(c, DECODE_OK, &r, &t0);
 	if (l->it) /* not taken (refused before the store) */
-		cache_landing_free(c->w->srv->cache, c->w->id, l->it);
+		exec_landing_free(&c->s, l->it);
 	land_consume(c);
 	return true;
 }
@@ -609,7 +610,7 @@ static void process(struct conn *c)
 	if (c->budget_over && first_request_whole(c))
 		/* What it grew past the limit for has all arrived: the next
 		 * waiter's turn, whenever this one's replies drain. */
-		conn_budget_release(&c->w->srv->budget, c);
+		conn_budget_release(&c->w->net->budget, c);
 	if (c->land_next) {
 		c->land_next = false;
 		if (!c->s.broken && !c->s.close_when_done)
@@ -628,7 +629,7 @@ _Static_assert(RBUF_INITIAL >= 2 * CONN_PREAUTH_LIMIT + PROTO_LINE_MAX,
  * binary frame needs less). */
 static size_t rbuf_limit(const struct conn *c)
 {
-	const struct config *cfg = &c->w->srv->cfg;
+	const struct config *cfg = c->w->net->cfg;
 
 	if (!c->s.authed)
 		return RBUF_INITIAL;
@@ -645,7 +646,7 @@ static size_t rbuf_limit(const struct conn *c)
  */
 static bool grow_rbuf(struct conn *c)
 {
-	size_t limit = rbuf_limit(c), budget = c->w->srv->cfg.conn_memory;
+	size_t limit = rbuf_limit(c), budget = c->w->net->cfg->conn_memory;
 	size_t cap = c->rcap * 2;
 	bool was_waiting;
 	char *p;
@@ -678,7 +679,7 @@ static bool grow_rbuf(struct conn *c)
 		return true;
 	}
 	was_waiting = c->budget_wait;
-	if (!conn_budget_take(&c->w->srv->budget, c, cap - c->rcap)) {
+	if (!conn_budget_take(&c->w->net->budget, c, cap - c->rcap)) {
 		if (!was_waiting)
 			STAT_INC(&c->w->obs->stats, conn_memory_waits);
 		return true; /* woken once the room is there */
@@ -766,7 +767,7 @@ static void update_events(struct conn *c)
 	 * floor, as held()) wait for them to drain before they read more;
 	 * one waiting for room to read reads nothing until its wake. */
 	bool want_read = !c->s.close_when_done && !c->peer_eof &&
-			 !c->budget_wait && out < c->w->srv->cfg.output_hwm &&
+			 !c->budget_wait && out < c->w->net->cfg->output_hwm &&
 			 !(out > OUTPUT_FLOOR && conn_memory_full(c));
 
 	if (!out)
@@ -777,7 +778,7 @@ static void update_events(struct conn *c)
 		/* It reads nothing until its client has read replies: the
 		 * overdraft goes to the next waiter meanwhile (it waits in
 		 * the queue again if it still needs room). */
-		conn_budget_release(&c->w->srv->budget, c);
+		conn_budget_release(&c->w->net->budget, c);
 	c->transport->wait(c, want_read && !c->read_wants_write,
 			   out || (want_read && c->read_wants_write));
 }
@@ -850,7 +851,8 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 		 * pipeline), unless backpressure holds the input. */
 		if (c->read_full && reads < READS_PER_WAKEUP &&
 		    !c->s.close_when_done && !c->peer_eof && !c->watch &&
-		    evbuffer_get_length(c->s.out) < c->w->srv->cfg.output_hwm) {
+		    evbuffer_get_length(c->s.out) <
+			    c->w->net->cfg->output_hwm) {
 			reads++;
 			if (!conn_read(c)) {
 				conn_close(c);
@@ -864,7 +866,7 @@ bool conn_ready(struct conn *c, bool readable, bool writable)
 		 * may come for them otherwise. */
 		if (c->s.close_when_done ||
 		    evbuffer_get_length(c->s.out) >=
-			    c->w->srv->cfg.output_hwm ||
+			    c->w->net->cfg->output_hwm ||
 		    (!dumped && (!c->rlen || (c->rlen == before && !wrote))))
 			break;
 	}
@@ -931,7 +933,7 @@ static void shrink_rbuf(struct conn *c)
  */
 static void overdraft_stalled(struct conn *c)
 {
-	struct conn_budget *b = &c->w->srv->budget;
+	struct conn_budget *b = &c->w->net->budget;
 
 	if (!conn_budget_far_over(b)) {
 		log_debug("connection %d: no bytes for %d s, the "
@@ -954,7 +956,7 @@ static void overdraft_stalled(struct conn *c)
 
 void conn_tick(struct conn *c, int64_t now)
 {
-	const struct config *cfg = &c->w->srv->cfg;
+	const struct config *cfg = c->w->net->cfg;
 
 	if (c->lingering) {
 		if (now - c->linger_since >= LINGER_S)
@@ -973,7 +975,7 @@ void conn_tick(struct conn *c, int64_t now)
 		return;
 	}
 	if (c->budget_over && now - c->over_since >= OVERDRAFT_IDLE_S &&
-	    conn_budget_waiting(&c->w->srv->budget)) {
+	    conn_budget_waiting(&c->w->net->budget)) {
 		overdraft_stalled(c);
 		return;
 	}

@@ -20,7 +20,7 @@
 struct conn_watch;
 struct landing;
 struct protocol;
-struct server;
+struct net;
 struct transport;
 struct worker;
 
@@ -103,15 +103,15 @@ extern const char *const conn_state_name[];
  * a socket that never becomes a connection is given back by whoever
  * drops it.
  */
-bool conn_slot_take(struct server *srv);
-void conn_slot_give(struct server *srv);
+bool conn_slot_take(struct net *net);
+void conn_slot_give(struct net *net);
 
 /*
  * A socket just accepted (by the listener thread or, with --reuseport, by
  * a worker): true when it has a slot and may become a connection; false
  * when it was over the limit, told so and closed.
  */
-bool conn_admit(struct server *srv, int fd, const struct sockaddr *sa);
+bool conn_admit(struct net *net, int fd, const struct sockaddr *sa);
 
 /*
  * Makes a connection on transport t over fd (-1: none), which it takes

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "conn.h"
-#include "server.h"
+#include "net.h"
 #include "watch.h"
 
 /* Moves the buffered lines to the connection this often. */
@@ -34,9 +34,9 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (evbuffer_get_length(c->s.out) >= c->w->srv->cfg.output_hwm)
+	if (evbuffer_get_length(c->s.out) >= c->w->net->cfg->output_hwm)
 		return; /* a slow reader: lines are dropped, not queued */
-	watch_drain(&c->w->srv->obs.watch, cw->w, put_line, &c->s);
+	watch_drain(&c->w->net->obs->watch, cw->w, put_line, &c->s);
 	if (evbuffer_get_length(c->s.out))
 		conn_ready(c, false, true);
 }
@@ -51,7 +51,7 @@ bool conn_watch_start(struct session *s, unsigned int kinds)
 	cw->c = c;
 	cw->flush = event_new(c->w->base, -1, EV_PERSIST, on_flush, cw);
 	if (!cw->flush || event_add(cw->flush, &flush_interval) ||
-	    !(cw->w = watch_join(&c->w->srv->obs.watch, kinds))) {
+	    !(cw->w = watch_join(&c->w->net->obs->watch, kinds))) {
 		if (cw->flush)
 			event_free(cw->flush);
 		free(cw);
@@ -69,7 +69,7 @@ void conn_watch_stop(struct conn *c)
 
 	if (!cw)
 		return;
-	watch_leave(&c->w->srv->obs.watch, cw->w);
+	watch_leave(&c->w->net->obs->watch, cw->w);
 	event_free(cw->flush);
 	free(cw);
 	c->watch = NULL;

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 struct config;
-struct server;
+struct net;
 
 /* Plaintext handed to OpenSSL per write call: up to one full record
  * (`stats settings` shows it as memcached's ssl_wbuf_size). */

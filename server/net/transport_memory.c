@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "conn.h"
-#include "server.h"
+#include "net.h"
 
 struct memory_state {
 	struct evbuffer *in;
@@ -103,7 +103,7 @@ const struct transport transport_memory = {
 
 struct conn *conn_new_memory(struct worker *w)
 {
-	if (!conn_slot_take(w->srv))
+	if (!conn_slot_take(w->net))
 		return NULL;
 	return conn_open(w, &transport_memory, -1);
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "server.h"
+#include "net.h"
 
 static void on_event(evutil_socket_t fd, short what, void *arg)
 {

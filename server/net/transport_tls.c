@@ -30,7 +30,7 @@
 
 #include "common/log.h"
 #include "conn.h"
-#include "server.h"
+#include "net.h"
 #include "tls.h"
 
 static int64_t monotonic_ms(void)
@@ -58,7 +58,7 @@ struct tls_conn {
 static int tls_open(struct conn *c)
 {
 	struct tls_conn *s = calloc(1, sizeof(*s));
-	struct server *srv = c->w->srv;
+	struct net *net = c->w->net;
 	SSL_CTX *ctx;
 
 	if (!s)
@@ -68,14 +68,14 @@ static int tls_open(struct conn *c)
 		return -1;
 	event_priority_set(s->ev.rev, WORKER_PRIO_HANDSHAKE);
 	event_priority_set(s->ev.wev, WORKER_PRIO_HANDSHAKE);
-	ctx = tls_ctx_get(srv->tls);
+	ctx = tls_ctx_get(net->tls);
 	s->ssl = SSL_new(ctx);
 	SSL_CTX_free(ctx); /* the SSL object holds its own reference */
 	if (!s->ssl) {
 		ERR_clear_error();
 		return -1;
 	}
-	atomic_fetch_add(&srv->tls->connections, 1);
+	atomic_fetch_add(&net->tls->connections, 1);
 	if (!SSL_set_fd(s->ssl, c->fd)) {
 		ERR_clear_error();
 		return -1;
@@ -271,7 +271,7 @@ static void tls_close(struct conn *c)
 						 SSL_get_shutdown(s->ssl) |
 							 SSL_SENT_SHUTDOWN);
 			SSL_free(s->ssl);
-			atomic_fetch_sub(&c->w->srv->tls->connections, 1);
+			atomic_fetch_sub(&c->w->net->tls->connections, 1);
 		}
 		socket_events_free(&s->ev);
 		free(s);
@@ -284,7 +284,7 @@ static bool tls_expired(struct conn *c, int64_t now)
 {
 	struct tls_conn *s = c->tstate;
 	int64_t waited,
-		limit = (int64_t)c->w->srv->cfg.tls_handshake_timeout * 1000;
+		limit = (int64_t)c->w->net->cfg->tls_handshake_timeout * 1000;
 
 	(void)now; /* seconds: too coarse for a timeout of a second */
 	if (s->established)

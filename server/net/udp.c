@@ -20,7 +20,7 @@
 
 #include "common/log.h"
 #include "conn.h"
-#include "server.h"
+#include "net.h"
 #include "transport.h"
 
 /* Datagrams served per readiness, before the worker's other events get
@@ -182,7 +182,7 @@ static struct conn *start_session(struct udp_port *p)
 {
 	struct conn *c;
 
-	if (!conn_slot_take(p->w->srv))
+	if (!conn_slot_take(p->w->net))
 		return NULL;
 	c = conn_open(p->w, &transport_udp, -1);
 	if (!c)
@@ -257,19 +257,19 @@ static void on_datagram(evutil_socket_t fd, short what, void *arg)
 
 int udp_worker_init(struct worker *w)
 {
-	struct server *srv = w->srv;
+	struct net *net = w->net;
 
-	for (int j = 0; j < srv->nudp_fd; j++) {
+	for (int j = 0; j < net->nudp_fd; j++) {
 		struct udp_port *p;
 
-		if (j % srv->cfg.threads != (int)w->id)
+		if (j % net->cfg->threads != (int)w->id)
 			continue;
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return -1;
 		w->udp[w->nudp++] = p;
 		p->w = w;
-		p->fd = srv->udp_fd[j];
+		p->fd = net->udp_fd[j];
 		p->ev = event_new(w->base, p->fd, EV_READ | EV_PERSIST,
 				  on_datagram, p);
 		if (!p->ev || event_add(p->ev, NULL))

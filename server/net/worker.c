@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "conn.h"
-#include "server.h"
+#include "net.h"
 #include "tls.h"
 #include "transport.h"
 #include "udp.h"
@@ -35,8 +35,8 @@ static void on_listen(struct evconnlistener *l, evutil_socket_t fd,
 	(void)socklen;
 	for (int i = 0; i < w->nlisteners; i++)
 		if (w->listeners[i] == l)
-			tls = w->srv->worker_listen_tls[i];
-	if (!conn_admit(w->srv, fd, sa))
+			tls = w->net->worker_listen_tls[i];
+	if (!conn_admit(w->net, fd, sa))
 		return;
 	if (tls)
 		conn_new_tls(w, fd);
@@ -85,7 +85,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 
 		if (stop) {
 			close(list->fd);
-			conn_slot_give(w->srv);
+			conn_slot_give(w->net);
 		} else if (list->tls) {
 			conn_new_tls(w, list->fd);
 		} else {
@@ -110,7 +110,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
 
 /* A worker's loop: with priorities, so that TLS handshakes wait behind
  * established connections, and a bound on how many handshake callbacks
- * run before the loop looks for those again (server.h). */
+ * run before the loop looks for those again (net.h). */
 static struct event_base *worker_base(void)
 {
 	struct event_config *ec = event_config_new();
@@ -156,11 +156,11 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int worker_init(struct server *srv, struct worker *w, unsigned int id)
+static int worker_init(struct net *net, struct worker *w, unsigned int id)
 {
-	w->srv = srv;
+	w->net = net;
 	w->id = id;
-	w->obs = &srv->obs.threads[id];
+	w->obs = &net->obs->threads[id];
 	pthread_mutex_init(&w->lock, NULL);
 	w->base = worker_base();
 	if (!w->base)
@@ -172,9 +172,9 @@ static int worker_init(struct server *srv, struct worker *w, unsigned int id)
 		return -1;
 	/* Its sockets of --reuseport's groups, already listening (backlog
 	 * 0: listen() is not called again). */
-	for (int j = 0; j < srv->nworker_listen; j++) {
+	for (int j = 0; j < net->nworker_listen; j++) {
 		int *fd =
-			&srv->worker_listen_fd[j * srv->cfg.threads + (int)id];
+			&net->worker_listen_fd[j * net->cfg->threads + (int)id];
 		struct evconnlistener *l = evconnlistener_new(
 			w->base, on_listen, w,
 			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, *fd);
@@ -207,14 +207,14 @@ static void worker_free(struct worker *w)
  * fields read are the fd (set before linking), and the state and last
  * activity, which the owning thread publishes with atomic stores.
  */
-static void conns_walk(void *net, const struct session *self,
+static void conns_walk(void *arg, const struct session *self,
 		       void (*row)(void *a, const struct stats_conn_row *r),
 		       void *a)
 {
-	struct server *srv = net;
+	struct net *net = arg;
 
-	for (unsigned int w = 0; w < srv->nworkers; w++) {
-		struct worker *wk = &srv->workers[w];
+	for (unsigned int w = 0; w < net->nworkers; w++) {
+		struct worker *wk = &net->workers[w];
 
 		pthread_mutex_lock(&wk->lock);
 		for (const struct conn *c = wk->conns; c; c = c->next) {
@@ -238,65 +238,65 @@ static void conns_walk(void *net, const struct session *self,
 
 /* Every listening socket, for `stats conns` and connection_structures:
  * set before the workers start, and never changed while they run. */
-static void listeners_each(void *net, void (*each)(void *a, int fd, bool udp),
+static void listeners_each(void *arg, void (*each)(void *a, int fd, bool udp),
 			   void *a)
 {
-	struct server *srv = net;
+	struct net *net = arg;
 
-	for (int i = 0; i < srv->nlisten_fd; i++) {
+	for (int i = 0; i < net->nlisten_fd; i++) {
 		bool udp = false;
 
-		for (int j = 0; j < srv->nudp_fd; j++)
-			udp |= srv->udp_fd[j] == srv->listen_fd[i];
-		each(a, srv->listen_fd[i], udp);
+		for (int j = 0; j < net->nudp_fd; j++)
+			udp |= net->udp_fd[j] == net->listen_fd[i];
+		each(a, net->listen_fd[i], udp);
 	}
 }
 
-static uint64_t conn_bytes(void *net)
+static uint64_t conn_bytes(void *arg)
 {
-	struct server *srv = net;
+	struct net *net = arg;
 	int64_t v =
-		atomic_load_explicit(&srv->budget.bytes, memory_order_relaxed);
+		atomic_load_explicit(&net->budget.bytes, memory_order_relaxed);
 
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-static void tls_numbers(void *net, struct observe_tls *out)
+static void tls_numbers(void *arg, struct observe_tls *out)
 {
-	struct server *srv = net;
+	struct net *net = arg;
 
-	out->verify = tls_verify_flags(&srv->cfg);
-	if (!srv->tls)
+	out->verify = tls_verify_flags(net->cfg);
+	if (!net->tls)
 		return;
 	out->on = true;
-	out->connections = (uint64_t)atomic_load(&srv->tls->connections);
-	out->refreshed = atomic_load(&srv->tls->refreshed);
+	out->connections = (uint64_t)atomic_load(&net->tls->connections);
+	out->refreshed = atomic_load(&net->tls->refreshed);
 }
 
-int workers_start(struct server *srv)
+int workers_start(struct net *net)
 {
-	unsigned int n = (unsigned int)srv->cfg.threads;
+	unsigned int n = (unsigned int)net->cfg->threads;
 
 	/* Cache-line aligned (struct worker is): calloc gives 16 bytes. */
-	srv->workers = aligned_alloc(64, n * sizeof(*srv->workers));
-	if (!srv->workers)
+	net->workers = aligned_alloc(64, n * sizeof(*net->workers));
+	if (!net->workers)
 		return -1;
-	memset(srv->workers, 0, n * sizeof(*srv->workers));
-	srv->obs.net = (struct observe_net){ .arg = srv,
-					     .listeners = listeners_each,
-					     .conns = conns_walk,
-					     .conn_bytes = conn_bytes,
-					     .tls = tls_numbers };
+	memset(net->workers, 0, n * sizeof(*net->workers));
+	net->obs->net = (struct observe_net){ .arg = net,
+					      .listeners = listeners_each,
+					      .conns = conns_walk,
+					      .conn_bytes = conn_bytes,
+					      .tls = tls_numbers };
 	for (unsigned int i = 0; i < n; i++) {
-		if (worker_init(srv, &srv->workers[i], i))
+		if (worker_init(net, &net->workers[i], i))
 			return -1;
-		srv->nworkers = i + 1;
+		net->nworkers = i + 1;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		if (pthread_create(&srv->workers[i].tid, NULL, worker_main,
-				   &srv->workers[i]))
+		if (pthread_create(&net->workers[i].tid, NULL, worker_main,
+				   &net->workers[i]))
 			return -1;
-		srv->workers[i].running = true;
+		net->workers[i].running = true;
 	}
 	return 0;
 }
@@ -307,7 +307,7 @@ void worker_hand_off(struct worker *w, int fd, bool tls)
 
 	if (!node) {
 		close(fd);
-		conn_slot_give(w->srv);
+		conn_slot_give(w->net);
 		return;
 	}
 	node->fd = fd;
@@ -319,10 +319,10 @@ void worker_hand_off(struct worker *w, int fd, bool tls)
 	event_active(w->notify, EV_READ, 0);
 }
 
-void workers_stop(struct server *srv)
+void workers_stop(struct net *net)
 {
-	for (unsigned int i = 0; i < srv->nworkers; i++) {
-		struct worker *w = &srv->workers[i];
+	for (unsigned int i = 0; i < net->nworkers; i++) {
+		struct worker *w = &net->workers[i];
 
 		pthread_mutex_lock(&w->lock);
 		w->stop = true;
@@ -331,12 +331,12 @@ void workers_stop(struct server *srv)
 	}
 	/* All joined before any is freed: a worker still draining may be
 	 * answering `stats`, which reads every worker's counters. */
-	for (unsigned int i = 0; i < srv->nworkers; i++)
-		if (srv->workers[i].running)
-			pthread_join(srv->workers[i].tid, NULL);
-	for (unsigned int i = 0; i < srv->nworkers; i++)
-		worker_free(&srv->workers[i]);
-	free(srv->workers);
-	srv->workers = NULL;
-	srv->nworkers = 0;
+	for (unsigned int i = 0; i < net->nworkers; i++)
+		if (net->workers[i].running)
+			pthread_join(net->workers[i].tid, NULL);
+	for (unsigned int i = 0; i < net->nworkers; i++)
+		worker_free(&net->workers[i]);
+	free(net->workers);
+	net->workers = NULL;
+	net->nworkers = 0;
 }

@@ -59,12 +59,15 @@ static void setup(struct fake *f, unsigned int kind)
 					   .cache = f->srv.cache,
 					   .obs = &f->srv.obs,
 					   .auth = f->srv.auth };
-	conn_budget_init(&f->srv.budget, f->srv.cfg.conn_memory);
+	f->srv.net = (struct net){ .cfg = &f->srv.cfg,
+				   .env = &f->srv.env,
+				   .obs = &f->srv.obs };
+	conn_budget_init(&f->srv.net.budget, f->srv.cfg.conn_memory);
 	pthread_mutex_init(&f->w.lock, NULL);
-	f->w.srv = &f->srv;
+	f->w.net = &f->srv.net;
 	f->w.obs = &f->srv.obs.threads[0];
-	f->srv.workers = &f->w;
-	f->srv.nworkers = 1;
+	f->srv.net.workers = &f->w;
+	f->srv.net.nworkers = 1;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

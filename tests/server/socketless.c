@@ -22,12 +22,15 @@ void socketless_start(struct server *srv, struct worker *w)
 	srv->env = (struct session_env){ .cfg = &srv->cfg,
 					 .cache = srv->cache,
 					 .obs = &srv->obs };
-	conn_budget_init(&srv->budget, srv->cfg.conn_memory);
+	srv->net = (struct net){ .cfg = &srv->cfg,
+				 .env = &srv->env,
+				 .obs = &srv->obs };
+	conn_budget_init(&srv->net.budget, srv->cfg.conn_memory);
 	pthread_mutex_init(&w->lock, NULL);
-	w->srv = srv;
+	w->net = &srv->net;
 	w->obs = &srv->obs.threads[0];
-	srv->workers = w;
-	srv->nworkers = 1;
+	srv->net.workers = w;
+	srv->net.nworkers = 1;
 }
 
 void socketless_auth(struct server *srv, const char *text)
@@ -49,7 +52,7 @@ void socketless_stop(struct server *srv, struct worker *w)
 	cache_destroy(srv->cache);
 	observe_destroy(&srv->obs);
 	pthread_mutex_destroy(&w->lock);
-	conn_budget_destroy(&srv->budget);
+	conn_budget_destroy(&srv->net.budget);
 	rhkv_rcu_unregister_thread();
 }
 

@@ -150,10 +150,10 @@ Test(conn_memory, waiting_for_conn_memory_is_not_idle)
 	struct conn *a, *b;
 	char *line = missing_keys(20000);
 
-	conn_budget_destroy(&srv.budget);
+	conn_budget_destroy(&srv.net.budget);
 	srv.cfg.conn_memory = 40000;
 	srv.cfg.idle_timeout = 10;
-	conn_budget_init(&srv.budget, srv.cfg.conn_memory);
+	conn_budget_init(&srv.net.budget, srv.cfg.conn_memory);
 	a = conn_new_memory(&w);
 	b = conn_new_memory(&w);
 	/* a's line outgrows the initial buffer and the budget: a holds the

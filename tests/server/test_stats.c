@@ -294,7 +294,8 @@ Test(stats, detail_is_bounded)
 	for (int i = 0; i < 5000; i++) {
 		int n = snprintf(key, sizeof(key), "p%d:k", i);
 
-		stats_detail_record(&srv.obs, key, (size_t)n, DETAIL_SET, false);
+		stats_detail_record(&srv.obs, key, (size_t)n, DETAIL_SET,
+				    false);
 	}
 	cr_assert(stats_emit(&srv.obs, &q, &sink));
 	cr_assert_eq(n, 1024, "%d prefixes kept", n);
