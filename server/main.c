@@ -519,6 +519,7 @@ static void stop(struct server *srv)
 int main(int argc, char **argv)
 {
 	static struct server srv;
+	int64_t started;
 	int rc;
 
 	rc = config_parse(&srv.cfg, argc, argv);
@@ -562,6 +563,7 @@ int main(int argc, char **argv)
 		return EXIT_OS_ERROR;
 	}
 	conn_budget_init(&srv.net.budget, srv.cfg.conn_memory);
+	started = cache_now(); /* uptime counts a restore too */
 	rc = create_cache(&srv);
 	if (rc)
 		return rc;
@@ -571,6 +573,7 @@ int main(int argc, char **argv)
 		cache_destroy(srv.cache);
 		return EXIT_OS_ERROR;
 	}
+	srv.obs.started = started;
 	if (srv.cache) {
 		cache_set_evict_hook(srv.cache, watch_evict, &srv.obs.watch);
 		cache_set_evictions(srv.cache, !srv.cfg.disable_evictions);

@@ -66,7 +66,7 @@ struct observe_net {
 struct observe {
 	const struct config *cfg;
 	struct cache *cache;
-	int64_t started; /* the server's start (cache_now) */
+	int64_t started; /* the server's start (cache_now), for uptime */
 	struct observe_thread *threads;
 	unsigned int nthreads;
 	/* Client connections: open now (up to -c), since start or the last
@@ -88,7 +88,8 @@ struct observe {
 };
 
 /* Sets up obs for nthreads worker threads (their histograms and hot-key
- * trackers too); 0, or -1 when out of memory (nothing to free then). */
+ * trackers too), started now (the caller may set an earlier start); 0,
+ * or -1 when out of memory (nothing to free then). */
 int observe_init(struct observe *obs, const struct config *cfg,
 		 struct cache *cache, unsigned int nthreads);
 void observe_destroy(struct observe *obs);
