@@ -7,8 +7,9 @@ sequence. A server's reply to the write is complete when as many `MN`
 lines have come as the write holds `mn` commands, or the server closes
 the connection, or it has been quiet for `quiet` seconds (a data block
 that swallowed the marker). A server whose marker has not come while the
-other's has gets up to PATIENCE seconds of quiet instead (a sanitizer
-build, or either server on a loaded machine, may be slow), unless a
+other's has, or while the other is still answering, gets up to PATIENCE
+seconds of quiet instead (a sanitizer build, or either server on a loaded
+machine, may be slow), unless a
 storage command of the sequence has announced a value over the item size
 limit that does not come: memcached then holds every reply until the
 value has been dropped (TEXT.md). Replies are split into units: a line,
@@ -215,6 +216,10 @@ def exchange(sides, out, want, last, quiet, patient):
         if n in patient and any(done(sides[m], want[m])
                                 for m in sides if m != n):
             return idle > PATIENCE
+        # the other still answering: judge this one once it is through
+        if any(m in pending and not done(sides[m], want[m]) and
+               now - last[m] <= quiet for m in sides if m != n):
+            return idle > PATIENCE
         return True
 
     while pending:
@@ -246,6 +251,11 @@ def exchange(sides, out, want, last, quiet, patient):
                 elif d:
                     s.feed(d)
                     last[n] = now
+        # Only once every side's bytes of this round are in: a slow
+        # server's silence is judged knowing whether the other has just
+        # finished (then it gets PATIENCE, not quiet).
+        for n in list(pending):
+            s = sides[n]
             if not out[n] and (done(s, want[n]) or
                                waited(n, now)):
                 pending.discard(n)
