@@ -29,9 +29,8 @@
 #define WATCH_BUF_TEXT	"65536" /* `stats settings`' watcher_logbuf_size */
 
 struct item;
-struct server;
 
-/* The watcher registry (in struct server). */
+/* The watcher registry (struct observe's watch, observe.h). */
 struct watch_hub {
 	_Atomic unsigned int mask; /* PROTO_WATCH_* some watcher wants */
 	_Atomic uint64_t gid;	   /* the lines' sequence numbers */
